@@ -1,0 +1,48 @@
+"""The envtool exception tree; each error carries the exit code the CLI returns for it."""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_PROBLEMS = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+
+
+class EnvtoolError(Exception):
+    """Base class: a failure envtool explains in one line."""
+
+    exit_code = EXIT_INTERNAL
+
+
+class InputError(EnvtoolError):
+    """Bad input or usage: a malformed file, an unknown option value (exit 2)."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class ProblemFound(EnvtoolError):
+    """A check ran and found a problem: a stale lock, drift, a failed probe (exit 1)."""
+
+    exit_code = EXIT_PROBLEMS
+
+
+class SolveError(InputError):
+    """The specs cannot be satisfied by the channels (exit 2: the input must change)."""
+
+
+class ToolError(EnvtoolError):
+    """An external tool (conda-lock, pip) failed (exit 1)."""
+
+    exit_code = EXIT_PROBLEMS
+
+
+class InstallError(EnvtoolError):
+    """Installing a lock into a prefix failed (exit 1)."""
+
+    exit_code = EXIT_PROBLEMS
+
+
+def where(path: object, line: int | None = None) -> str:
+    """Format ``file:line`` for messages (line is 1-based)."""
+    return f"{path}:{line}" if line else f"{path}"

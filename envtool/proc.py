@@ -1,0 +1,84 @@
+"""The one place envtool starts processes: argv lists only, a deadline, the whole group killed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from envtool.errors import ToolError
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a finished process left behind."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class ProcessError(ToolError):
+    """A process exited non-zero, could not start, or ran past its deadline."""
+
+    def __init__(self, message: str, result: Result | None = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    input: str | None = None,
+    timeout: float | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    check: bool = True,
+) -> Result:
+    """Run ``argv`` to completion; raise ProcessError on failure when ``check``."""
+    args = tuple(str(a) for a in argv)
+    full_env = {**os.environ, **env} if env is not None else None
+    try:
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=full_env,
+            cwd=cwd,
+            text=True,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ProcessError(f"cannot run {args[0]}: {exc.strerror}") from None
+    try:
+        out, err = proc.communicate(input=input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        result = Result(args, -9, out, err)
+        raise ProcessError(f"{args[0]} timed out after {timeout:g} s", result) from None
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    result = Result(args, proc.returncode, out, err)
+    if check and proc.returncode != 0:
+        detail = _last_line(err) or _last_line(out) or "no output"
+        raise ProcessError(f"{args[0]} exited {proc.returncode}: {detail}", result)
+    return result
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

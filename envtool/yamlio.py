@@ -1,0 +1,127 @@
+"""YAML in and out, keeping the line of every mapping key and list item for error messages."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from envtool.errors import InputError
+
+try:
+    _Loader: type[Any] = yaml.CSafeLoader
+    _Dumper: type[Any] = yaml.CSafeDumper
+except AttributeError:  # pragma: no cover - PyYAML without libyaml
+    _Loader = yaml.SafeLoader
+    _Dumper = yaml.SafeDumper
+
+
+class LineDict(dict[Any, Any]):
+    """A mapping that remembers its own line and each key's line (1-based)."""
+
+    line: int = 0
+    key_lines: dict[Any, int]
+
+
+class LineList(list[Any]):
+    """A list that remembers its own line and each item's line (1-based)."""
+
+    line: int = 0
+    item_lines: list[int]
+
+
+def line_of(container: object, key: object = None) -> int:
+    """The line of ``container[key]`` (or of the container when key is None), 0 if unknown."""
+    if key is not None and isinstance(container, LineDict):
+        return container.key_lines.get(key, container.line)
+    if isinstance(key, int) and isinstance(container, LineList) and key < len(container.item_lines):
+        return container.item_lines[key]
+    return getattr(container, "line", 0)
+
+
+def _build(node: yaml.Node, constructor: Any) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        out = LineDict()
+        out.line = node.start_mark.line + 1
+        out.key_lines = {}
+        for key_node, value_node in node.value:
+            key = _build(key_node, constructor)
+            if isinstance(key, (dict, list)):
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a mapping key must be a scalar", key_node.start_mark
+                )
+            out[key] = _build(value_node, constructor)
+            out.key_lines[key] = key_node.start_mark.line + 1
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        seq = LineList(_build(item, constructor) for item in node.value)
+        seq.line = node.start_mark.line + 1
+        seq.item_lines = [item.start_mark.line + 1 for item in node.value]
+        return seq
+    return constructor.construct_object(node, deep=True)
+
+
+def loads(text: str, path: object) -> Any:
+    """Parse one YAML document; a syntax error becomes an InputError naming ``path:line``."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        return None if node is None else _build(node, loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else 0
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise InputError(f"{path}:{line}: invalid YAML: {problem}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}") from None
+    finally:
+        loader.dispose()
+
+
+def read_text(path: Path, what: str) -> str:
+    """Read a UTF-8 text file; a missing, unreadable or non-UTF-8 file is an InputError."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: {what} not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: {what} is a directory, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: {what} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read {what}: {exc.strerror}") from None
+
+
+def load_file(path: Path, what: str) -> Any:
+    """Read and parse a YAML file."""
+    return loads(read_text(path, what), path)
+
+
+def dumps(data: Any) -> str:
+    """Block-style YAML in the order given (how conda-lock writes its files)."""
+    text: str = yaml.dump(
+        data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=1000
+    )
+    return text
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temp file and a rename: never a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
