@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,6 +24,9 @@ from envtool.errors import (
     InputError,
 )
 
+if TYPE_CHECKING:
+    from envtool.solve import Solver
+
 PathArg = click.Path(path_type=Path)
 
 
@@ -33,24 +37,58 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("-f", "--file", "env_file", type=PathArg, default=Path("environment.yml"),
-              show_default=True, help="The environment file to lock.")
+@click.option(
+    "-f",
+    "--file",
+    "env_file",
+    type=PathArg,
+    default=Path("environment.yml"),
+    show_default=True,
+    help="The environment file to lock.",
+)
 @click.option("--lockfile", type=PathArg, default=Path("conda-lock.yml"), show_default=True)
-@click.option("-p", "--platform", "platforms", multiple=True,
-              help="Platform to solve for (repeatable); default: the file's, else linux-64.")
-@click.option("--channel-mirror", multiple=True, metavar="NAME=URL",
-              help="Solve NAME from URL; the lock still records NAME's canonical URLs.")
-@click.option("--solver", type=click.Choice(["rattler", "conda-lock"]), default="rattler",
-              show_default=True)
-@click.option("--conda", "conda_exe", type=PathArg,
-              help="conda/mamba/micromamba executable for --solver conda-lock.")
-@click.option("--virtual-package-spec", type=PathArg,
-              help="conda-lock virtual-package file (default: virtual-packages.yml beside -f).")
-@click.option("--check", is_flag=True, help="Exit 1 if the lock is stale, 0 if fresh; write nothing.")
+@click.option(
+    "-p",
+    "--platform",
+    "platforms",
+    multiple=True,
+    help="Platform to solve for (repeatable); default: the file's, else linux-64.",
+)
+@click.option(
+    "--channel-mirror",
+    multiple=True,
+    metavar="NAME=URL",
+    help="Solve NAME from URL; the lock still records NAME's canonical URLs.",
+)
+@click.option(
+    "--solver", type=click.Choice(["rattler", "conda-lock"]), default="rattler", show_default=True
+)
+@click.option(
+    "--conda",
+    "conda_exe",
+    type=PathArg,
+    help="conda/mamba/micromamba executable for --solver conda-lock.",
+)
+@click.option(
+    "--virtual-package-spec",
+    type=PathArg,
+    help="conda-lock virtual-package file (default: virtual-packages.yml beside -f).",
+)
+@click.option(
+    "--check", is_flag=True, help="Exit 1 if the lock is stale, 0 if fresh; write nothing."
+)
 @click.option("--cache-dir", type=PathArg, help="Repodata and package cache.")
-def lock(env_file: Path, lockfile: Path, platforms: tuple[str, ...], channel_mirror: tuple[str, ...],
-         solver: str, conda_exe: Path | None, virtual_package_spec: Path | None, check: bool,
-         cache_dir: Path | None) -> int:
+def lock(
+    env_file: Path,
+    lockfile: Path,
+    platforms: tuple[str, ...],
+    channel_mirror: tuple[str, ...],
+    solver: str,
+    conda_exe: Path | None,
+    virtual_package_spec: Path | None,
+    check: bool,
+    cache_dir: Path | None,
+) -> int:
     """Solve environment.yml into a conda-lock v1 lockfile."""
     from envtool import lock as lock_mod
     from envtool import report
@@ -59,36 +97,46 @@ def lock(env_file: Path, lockfile: Path, platforms: tuple[str, ...], channel_mir
         result = lock_mod.check(env_file, lockfile, virtual_package_spec)
         report.check_result(result)
         return EXIT_OK if result.fresh else EXIT_PROBLEMS
-    options = lock_mod.LockOptions(env_file, lockfile, platforms,
-                                   lock_mod.parse_mirrors(channel_mirror), virtual_package_spec,
-                                   cache_dir)
+    options = lock_mod.LockOptions(
+        env_file,
+        lockfile,
+        platforms,
+        lock_mod.parse_mirrors(channel_mirror),
+        virtual_package_spec,
+        cache_dir,
+    )
     report.lock_result(lock_mod.lock(options, _solver(solver, conda_exe, lockfile)))
     return EXIT_OK
 
 
-def _solver(name: str, conda_exe: Path | None, lockfile: Path) -> object:
+def _solver(name: str, conda_exe: Path | None, lockfile: Path) -> Solver:
     from envtool.solve import RattlerSolver
 
     if name == "rattler":
         if conda_exe is not None:
             raise InputError("--conda is only used with --solver conda-lock")
         return RattlerSolver()
+    if conda_exe is None:
+        raise InputError(
+            "--solver conda-lock needs --conda PATH (a conda, mamba or micromamba "
+            "executable); without one conda-lock tries to download one"
+        )
     from envtool.condalock import CondaLockSolver
 
-    if conda_exe is None:
-        raise InputError("--solver conda-lock needs --conda PATH (a conda, mamba or micromamba "
-                         "executable); without one conda-lock tries to download one")
     return CondaLockSolver(conda_exe)
 
 
 @cli.command()
 @click.option("--lockfile", type=PathArg, default=Path("conda-lock.yml"), show_default=True)
-@click.option("--prefix", type=PathArg, required=True, help="Environment directory to install into.")
+@click.option(
+    "--prefix", type=PathArg, required=True, help="Environment directory to install into."
+)
 @click.option("--platform", default="linux-64", show_default=True)
 @click.option("--allow-stale", is_flag=True, help="Install even if environment.yml changed.")
 @click.option("--cache-dir", type=PathArg, help="Package cache.")
-def install(lockfile: Path, prefix: Path, platform: str, allow_stale: bool,
-            cache_dir: Path | None) -> int:
+def install(
+    lockfile: Path, prefix: Path, platform: str, allow_stale: bool, cache_dir: Path | None
+) -> int:
     """Install a lockfile's packages (hashes checked) into a prefix."""
     from envtool import install as install_mod
     from envtool import report
@@ -106,8 +154,11 @@ def _fail(message: str, code: int) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code; the only place exceptions become exit codes."""
     try:
-        rv = cli.main(args=list(argv) if argv is not None else None, prog_name="envtool",
-                      standalone_mode=False)
+        rv = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="envtool",
+            standalone_mode=False,
+        )
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
@@ -122,8 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the last resort: one line, a traceback only on request
         if os.environ.get("ENVTOOL_DEBUG"):
             raise
-        return _fail(f"internal error: {type(exc).__name__}: {exc} (ENVTOOL_DEBUG=1 for a "
-                     f"traceback)", EXIT_INTERNAL)
+        return _fail(
+            f"internal error: {type(exc).__name__}: {exc} (ENVTOOL_DEBUG=1 for a traceback)",
+            EXIT_INTERNAL,
+        )
     return int(rv) if isinstance(rv, int) else EXIT_OK
 
 

@@ -1,15 +1,17 @@
-"""``envtool install``: a lock into a prefix with py-rattler (hashes checked), then its pip entries."""
+"""``envtool install``: a lock into a prefix with py-rattler (hashes checked), then pip entries."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 import shutil
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import unquote, urlparse
 
 from envtool import lock as lock_mod
 from envtool import lockfile, proc
@@ -68,7 +70,7 @@ def _record(pkg: LockedPackage) -> Any:
 
     build = pkg.build
     match = _BUILD_NUMBER.search(build)
-    noarch = None
+    noarch: Literal["python", "generic"] | None = None
     if pkg.subdir == "noarch":
         noarch = "python" if any(n == "python" for n, _ in pkg.dependencies) else "generic"
     record = PackageRecord(
@@ -92,17 +94,43 @@ def _installed(prefix: Path) -> list[Any]:
     return [PrefixRecord.from_path(p) for p in sorted(meta.glob("*.json"))] if meta.is_dir() else []
 
 
+def verify_local_archives(packages: list[LockedPackage]) -> None:
+    """Check md5/sha256 of ``file://`` archives (rattler checks downloads, not local files)."""
+    for pkg in packages:
+        parsed = urlparse(pkg.url)
+        if parsed.scheme != "file":
+            continue
+        path = Path(unquote(parsed.path))
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InstallError(f"{pkg.url}: cannot read the archive: {exc.strerror}") from None
+        for kind, want in (("md5", pkg.md5), ("sha256", pkg.sha256)):
+            got = hashlib.new(kind, data).hexdigest()
+            if want and got != want:
+                raise InstallError(
+                    f"{pkg.filename}: {kind} mismatch: the lock says {want}, the archive has {got}"
+                )
+
+
 def _install_conda(packages: list[LockedPackage], options: InstallOptions, cache: Path) -> None:
     from rattler import install
     from rattler.exceptions import InstallerError
+    from rattler.platform import Subdir
 
+    verify_local_archives(packages)
     records = [_record(p) for p in packages]
     try:
-        asyncio.run(install(
-            records, target_prefix=str(options.prefix), cache_dir=str(cache / "pkgs"),
-            installed_packages=_installed(options.prefix), platform=options.platform,
-            show_progress=False,
-        ))
+        asyncio.run(
+            install(
+                records,
+                target_prefix=str(options.prefix),
+                cache_dir=cache / "pkgs",
+                installed_packages=_installed(options.prefix),
+                platform=Subdir(options.platform),
+                show_progress=False,
+            )
+        )
     except InstallerError as exc:
         detail = " ".join(str(exc).split())
         raise InstallError(f"{options.prefix}: install failed: {detail}") from None
@@ -121,9 +149,21 @@ def _install_pip(packages: list[LockedPackage], options: InstallOptions) -> None
     with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="envtool-req-") as req:
         req.write("\n".join(lines) + "\n")
         req.flush()
-        argv = [str(python), "-m", "pip", "install", "--no-deps", "--require-hashes",
-                "--no-input", "--disable-pip-version-check", "--no-warn-script-location",
-                "--prefix", str(options.prefix), "-r", req.name]
+        argv = [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--require-hashes",
+            "--no-input",
+            "--disable-pip-version-check",
+            "--no-warn-script-location",
+            "--prefix",
+            str(options.prefix),
+            "-r",
+            req.name,
+        ]
         try:
             proc.run(argv, timeout=PIP_TIMEOUT)
         except proc.ProcessError as exc:

@@ -10,7 +10,7 @@ from pathlib import Path
 from envtool import lockfile, spec
 from envtool.errors import InputError
 from envtool.lockfile import Lockfile, LockMeta
-from envtool.solve import SolveRequest, Solver, default_cache_dir
+from envtool.solve import Solver, SolveRequest, default_cache_dir
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,9 @@ def platforms_for(env: spec.EnvSpec, requested: tuple[str, ...]) -> tuple[str, .
     chosen = requested or env.platforms or ("linux-64",)
     for platform in chosen:
         if platform not in spec.KNOWN_PLATFORMS:
-            raise InputError(f"unknown platform '{platform}' (known: {', '.join(spec.KNOWN_PLATFORMS)})")
+            raise InputError(
+                f"unknown platform '{platform}' (known: {', '.join(spec.KNOWN_PLATFORMS)})"
+            )
     return tuple(dict.fromkeys(chosen))
 
 
@@ -88,8 +90,9 @@ def lock(options: LockOptions, solver: Solver) -> LockResult:
     platforms = platforms_for(env, options.platforms)
     virtual = _virtual(options.env_path, options.virtual_spec)
     old = lockfile.read(options.lock_path) if options.lock_path.exists() else None
-    request = SolveRequest(env, platforms, virtual, dict(options.mirrors),
-                           options.cache_dir or default_cache_dir())
+    request = SolveRequest(
+        env, platforms, virtual, dict(options.mirrors), options.cache_dir or default_cache_dir()
+    )
     conda = solver.solve(request)
     pip = pip_lock.lock_pip(env, platforms, conda, request.cache_dir) if env.pip else []
     meta = LockMeta(
@@ -118,4 +121,3 @@ def check(env_path: Path, lock_path: Path, virtual_spec: Path | None = None) -> 
         p for p in wanted if lock_data.metadata.hash_for(p) != spec.content_hash(env, p, virtual)
     )
     return CheckResult(lock_path, env_path, stale)
-

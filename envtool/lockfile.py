@@ -22,10 +22,29 @@ HEADER = """\
 # Re-solve after changing environment.yml with:
 #     envtool lock -f environment.yml --lockfile conda-lock.yml
 """
-_PKG_KEYS = {"name", "version", "manager", "platform", "dependencies", "url", "hash",
-             "category", "optional", "source", "build"}
-_META_KEYS = {"content_hash", "channels", "platforms", "sources", "time_metadata",
-              "git_metadata", "inputs_metadata", "custom_metadata"}
+_PKG_KEYS = {
+    "name",
+    "version",
+    "manager",
+    "platform",
+    "dependencies",
+    "url",
+    "hash",
+    "category",
+    "optional",
+    "source",
+    "build",
+}
+_META_KEYS = {
+    "content_hash",
+    "channels",
+    "platforms",
+    "sources",
+    "time_metadata",
+    "git_metadata",
+    "inputs_metadata",
+    "custom_metadata",
+}
 _MD5 = re.compile(r"^[0-9a-f]{32}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _ARCHIVE = re.compile(r"(\.tar\.bz2|\.conda)$")
@@ -58,7 +77,7 @@ class LockedPackage:
             return ""
         stem = _ARCHIVE.sub("", self.filename)
         prefix = f"{self.name}-{self.version}-"
-        return stem[len(prefix):] if stem.startswith(prefix) else stem.rsplit("-", 1)[-1]
+        return stem[len(prefix) :] if stem.startswith(prefix) else stem.rsplit("-", 1)[-1]
 
     @property
     def subdir(self) -> str:
@@ -110,8 +129,11 @@ def _str(path: Path, entry: Any, key: str, required: bool = True) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)  # conda-lock writes version: 0.1 unquoted at times
     if not isinstance(value, str) or (required and not value):
-        raise _fail(path, line_of(entry, key) if key in entry else line_of(entry),
-                    f"'{key}' must be a non-empty string")
+        raise _fail(
+            path,
+            line_of(entry, key) if key in entry else line_of(entry),
+            f"'{key}' must be a non-empty string",
+        )
     return value
 
 
@@ -142,7 +164,9 @@ def _package(path: Path, entry: Any) -> LockedPackage:
             raise _fail(path, line_of(entry, key), f"unknown package field '{key}'")
     manager = _str(path, entry, "manager")
     if manager not in ("conda", "pip"):
-        raise _fail(path, line_of(entry, "manager"), f"manager must be conda or pip, not {manager!r}")
+        raise _fail(
+            path, line_of(entry, "manager"), f"manager must be conda or pip, not {manager!r}"
+        )
     deps = entry.get("dependencies") or {}
     if not isinstance(deps, dict):
         raise _fail(path, line_of(entry, "dependencies"), "'dependencies' must be a mapping")
@@ -180,14 +204,20 @@ def _metadata(path: Path, meta: Any) -> LockMeta:
             raise _fail(path, line_of(meta, key), f"unknown metadata field '{key}'")
     hashes = meta.get("content_hash")
     if not isinstance(hashes, dict):
-        raise _fail(path, line_of(meta, "content_hash") or line_of(meta),
-                    "metadata needs 'content_hash' (platform: hash)")
+        raise _fail(
+            path,
+            line_of(meta, "content_hash") or line_of(meta),
+            "metadata needs 'content_hash' (platform: hash)",
+        )
     channels = meta.get("channels")
     platforms = meta.get("platforms")
     if not isinstance(channels, list) or not isinstance(platforms, list):
         raise _fail(path, line_of(meta), "metadata needs 'channels' and 'platforms' lists")
-    extra = tuple((k, meta[k]) for k in sorted(_META_KEYS) if k in meta and k not in
-                  {"content_hash", "channels", "platforms", "sources"})
+    extra = tuple(
+        (k, meta[k])
+        for k in sorted(_META_KEYS)
+        if k in meta and k not in {"content_hash", "channels", "platforms", "sources"}
+    )
     return LockMeta(
         content_hash=tuple((str(k), str(v)) for k, v in hashes.items()),
         channels=tuple(_channel_url(path, c) for c in channels),
@@ -216,7 +246,9 @@ def parse(text: str, path: Path) -> Lockfile:
     version = doc.get("version")
     if version != 1:
         line = line_of(doc, "version") if "version" in doc else 1
-        raise _fail(path, line, f"unsupported lockfile version {version!r} (envtool reads version 1)")
+        raise _fail(
+            path, line, f"unsupported lockfile version {version!r} (envtool reads version 1)"
+        )
     for key in doc:
         if key not in ("version", "metadata", "package"):
             raise _fail(path, line_of(doc, key), f"unknown top-level field '{key}'")
@@ -267,8 +299,11 @@ def dumps(lock: Lockfile) -> str:
         "sources": list(lock.metadata.sources),
     }
     meta.update(dict(lock.metadata.extra))
-    body = {"version": 1, "metadata": meta,
-            "package": [_entry(p) for p in sort_packages(lock.packages)]}
+    body = {
+        "version": 1,
+        "metadata": meta,
+        "package": [_entry(p) for p in sort_packages(lock.packages)],
+    }
     return HEADER + yamlio.dumps(body)
 
 

@@ -34,10 +34,19 @@ CONDA_TO_PYPI = {
     "tensorflow-base": "tensorflow",
 }
 PIP_PLATFORMS = {
-    "linux-64": ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
-                 "manylinux1_x86_64", "linux_x86_64"),
-    "linux-aarch64": ("manylinux_2_28_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64",
-                      "linux_aarch64"),
+    "linux-64": (
+        "manylinux_2_28_x86_64",
+        "manylinux_2_17_x86_64",
+        "manylinux2014_x86_64",
+        "manylinux1_x86_64",
+        "linux_x86_64",
+    ),
+    "linux-aarch64": (
+        "manylinux_2_28_aarch64",
+        "manylinux_2_17_aarch64",
+        "manylinux2014_aarch64",
+        "linux_aarch64",
+    ),
     "osx-64": ("macosx_11_0_x86_64", "macosx_10_15_x86_64", "macosx_10_9_x86_64"),
     "osx-arm64": ("macosx_11_0_arm64",),
     "win-64": ("win_amd64",),
@@ -70,7 +79,9 @@ def _stub_site(root: Path, conda: Iterable[LockedPackage], platform: str) -> Non
         dist = CONDA_TO_PYPI.get(pkg.name, pkg.name)
         info = site / f"{normalize(dist).replace('-', '_')}-{pkg.version}.dist-info"
         info.mkdir(exist_ok=True)
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {pkg.version}\n")
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {dist}\nVersion: {pkg.version}\n"
+        )
         (info / "INSTALLER").write_text("conda\n")
         (info / "RECORD").write_text("")
 
@@ -78,9 +89,23 @@ def _stub_site(root: Path, conda: Iterable[LockedPackage], platform: str) -> Non
 def _pip_argv(env: EnvSpec, python: Path, pyver: str, platform: str) -> list[str]:
     if platform not in PIP_PLATFORMS:
         raise InputError(f"pip locking does not know the wheel tags of platform {platform}")
-    argv = [sys.executable, "-m", "pip", "--python", str(python), "install", "--dry-run",
-            "--quiet", "--report", "-", "--only-binary=:all:", "--python-version", pyver,
-            "--disable-pip-version-check", "--no-input"]
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        str(python),
+        "install",
+        "--dry-run",
+        "--quiet",
+        "--report",
+        "-",
+        "--only-binary=:all:",
+        "--python-version",
+        pyver,
+        "--disable-pip-version-check",
+        "--no-input",
+    ]
     for tag in PIP_PLATFORMS[platform]:
         argv += ["--platform", tag]
     for i, repo in enumerate(env.pip_repositories):
@@ -109,7 +134,7 @@ def _entry(item: dict[str, Any], platform: str) -> LockedPackage:
         match = _REQ_NAME.match(req)
         if match:
             name = match.group(1)
-            deps.append((normalize(name), req[match.end():].split(";")[0].strip()))
+            deps.append((normalize(name), req[match.end() :].split(";")[0].strip()))
     return LockedPackage(
         name=normalize(str(meta.get("name", ""))),
         version=str(meta.get("version", "")),
@@ -133,11 +158,13 @@ def lock_pip(
             _stub_site(root, conda, platform)
             argv = _pip_argv(env, root / "bin" / "python", pyver, platform)
             try:
-                result = proc.run(argv, timeout=PIP_TIMEOUT,
-                                  env={"PIP_CACHE_DIR": str(cache_dir / "pip")})
+                result = proc.run(
+                    argv, timeout=PIP_TIMEOUT, env={"PIP_CACHE_DIR": str(cache_dir / "pip")}
+                )
             except proc.ProcessError as exc:
-                raise InputError(f"{env.path}: pip cannot resolve the pip dependencies "
-                                 f"for {platform}: {exc}") from None
+                raise InputError(
+                    f"{env.path}: pip cannot resolve the pip dependencies for {platform}: {exc}"
+                ) from None
         try:
             report = json.loads(result.stdout)
         except json.JSONDecodeError:

@@ -35,5 +35,7 @@ def check_result(result: CheckResult) -> None:
 def install_result(result: InstallResult) -> None:
     """What ``envtool install`` put into the prefix."""
     extra = f" and {result.pip} pip" if result.pip else ""
-    click.echo(f"installed {result.conda} conda{extra} packages into {result.prefix} "
-               f"in {result.seconds:.2f} s")
+    click.echo(
+        f"installed {result.conda} conda{extra} packages into {result.prefix} "
+        f"in {result.seconds:.2f} s"
+    )

@@ -65,7 +65,7 @@ def shorten(message: str) -> str:
     """A solver explanation cut to a few lines, joined into one."""
     lines = [ln.rstrip() for ln in message.strip().splitlines() if ln.strip()]
     if len(lines) > _MAX_EXPLANATION_LINES:
-        lines = lines[:_MAX_EXPLANATION_LINES] + ["…"]
+        lines = [*lines[:_MAX_EXPLANATION_LINES], "…"]
     return " ".join(ln.strip() for ln in lines)
 
 
@@ -80,7 +80,7 @@ class RattlerSolver:
     async def _solve_all(self, request: SolveRequest, specs: list[Any]) -> list[LockedPackage]:
         from rattler import Channel, Gateway
 
-        gateway = Gateway(cache_dir=str(request.cache_dir / "repodata"))
+        gateway = Gateway(cache_dir=request.cache_dir / "repodata")
         channels = [Channel(source_channel(c, request.mirrors)) for c in request.env.channels]
         out: list[LockedPackage] = []
         for platform in request.platforms:
@@ -89,11 +89,16 @@ class RattlerSolver:
         return out
 
     async def _solve_one(
-        self, request: SolveRequest, gateway: Any, channels: list[Any], specs: list[Any],
+        self,
+        request: SolveRequest,
+        gateway: Any,
+        channels: list[Any],
+        specs: list[Any],
         platform: str,
     ) -> list[Any]:
         from rattler import BuildString, GenericVirtualPackage, PackageName, Version, solve
         from rattler.exceptions import GatewayError, SolverError
+        from rattler.platform import Subdir
 
         virtual = [
             GenericVirtualPackage(PackageName(v.name), Version(v.version), BuildString(v.build))
@@ -101,15 +106,20 @@ class RattlerSolver:
         ]
         try:
             records: list[Any] = await solve(
-                sources=channels, specs=specs, gateway=gateway,
-                platforms=[platform, "noarch"], virtual_packages=virtual,
+                sources=channels,
+                specs=specs,
+                gateway=gateway,
+                platforms=[Subdir(platform), Subdir("noarch")],
+                virtual_packages=virtual,
             )
         except SolverError as exc:
-            raise SolveError(f"{request.env.path}: cannot solve for {platform}: "
-                             f"{shorten(str(exc))}") from None
+            raise SolveError(
+                f"{request.env.path}: cannot solve for {platform}: {shorten(str(exc))}"
+            ) from None
         except GatewayError as exc:
-            raise InputError(f"{request.env.path}: cannot read a channel: "
-                             f"{shorten(str(exc))}") from None
+            raise InputError(
+                f"{request.env.path}: cannot read a channel: {shorten(str(exc))}"
+            ) from None
         return records
 
 
@@ -131,7 +141,7 @@ def _to_locked(record: Any, platform: str, request: SolveRequest) -> LockedPacka
     for channel in request.env.channels:
         mirror = source_channel(channel, request.mirrors)
         if mirror != channel.rstrip("/") and url.startswith(mirror + "/"):
-            url = canonical_channel(channel) + url[len(mirror):]
+            url = canonical_channel(channel) + url[len(mirror) :]
             break
     if not record.md5:
         raise InputError(f"{url}: the channel's record has no md5, which conda-lock v1 requires")

@@ -21,17 +21,40 @@ KNOWN_PLATFORMS = (
     "osx-arm64",
     "win-64",
 )
-_ENV_KEYS = ("name", "channels", "dependencies", "platforms", "pip-repositories", "prefix",
-             "variables", "category")
+_ENV_KEYS = (
+    "name",
+    "channels",
+    "dependencies",
+    "platforms",
+    "pip-repositories",
+    "prefix",
+    "variables",
+    "category",
+)
 
 # conda-lock's defaults (conda_lock/default-virtual-packages.yaml), used when no spec file is given.
 DEFAULT_VIRTUAL_PACKAGES: dict[str, dict[str, str]] = {
-    "linux-64": {"__unix": "0", "__linux": "5.10", "__archspec": "1 x86_64",
-                 "__glibc": "2.28", "__cuda": "11.4"},
-    "linux-aarch64": {"__unix": "0", "__linux": "5.10", "__archspec": "1 aarch64",
-                      "__glibc": "2.28", "__cuda": "11.4"},
-    "linux-ppc64le": {"__unix": "0", "__linux": "5.10", "__archspec": "1 ppc64le",
-                      "__glibc": "2.28", "__cuda": "11.4"},
+    "linux-64": {
+        "__unix": "0",
+        "__linux": "5.10",
+        "__archspec": "1 x86_64",
+        "__glibc": "2.28",
+        "__cuda": "11.4",
+    },
+    "linux-aarch64": {
+        "__unix": "0",
+        "__linux": "5.10",
+        "__archspec": "1 aarch64",
+        "__glibc": "2.28",
+        "__cuda": "11.4",
+    },
+    "linux-ppc64le": {
+        "__unix": "0",
+        "__linux": "5.10",
+        "__archspec": "1 ppc64le",
+        "__glibc": "2.28",
+        "__cuda": "11.4",
+    },
     "osx-64": {"__unix": "0", "__archspec": "1 x86_64", "__osx": "11.0"},
     "osx-arm64": {"__unix": "0", "__archspec": "1 arm64", "__osx": "11.0"},
     "win-64": {"__win": "0", "__archspec": "1 x86_64", "__cuda": "11.4"},
@@ -105,7 +128,9 @@ def _dependencies(path: Path, doc: Any) -> tuple[tuple[Dep, ...], tuple[Dep, ...
                     raise _fail(path, line_of(item["pip"], j), "pip entries must be strings")
                 pip.append(Dep(pspec.strip(), line_of(item["pip"], j)))
         else:
-            raise _fail(path, line, f"a dependency must be a spec string or 'pip: [...]', got {item!r}")
+            raise _fail(
+                path, line, f"a dependency must be a spec string or 'pip: [...]', got {item!r}"
+            )
     return tuple(conda), tuple(pip)
 
 
@@ -116,7 +141,9 @@ def read_env(path: Path) -> EnvSpec:
         raise _fail(path, line_of(doc), "expected a mapping with 'channels' and 'dependencies'")
     for key in doc:
         if key not in _ENV_KEYS:
-            raise _fail(path, line_of(doc, key), f"unknown key '{key}' (known: {', '.join(_ENV_KEYS)})")
+            raise _fail(
+                path, line_of(doc, key), f"unknown key '{key}' (known: {', '.join(_ENV_KEYS)})"
+            )
     name = doc.get("name") or path.resolve().parent.name
     if not isinstance(name, str):
         raise _fail(path, line_of(doc, "name"), "'name' must be a string")
@@ -128,12 +155,13 @@ def read_env(path: Path) -> EnvSpec:
         if plat not in KNOWN_PLATFORMS:
             raise _fail(path, line_of(doc["platforms"], i), f"unknown platform '{plat}'")
     conda, pip = _dependencies(path, doc)
-    return EnvSpec(path, name, channels, conda, pip, platforms,
-                   _strings(path, doc, "pip-repositories"))
+    return EnvSpec(
+        path, name, channels, conda, pip, platforms, _strings(path, doc, "pip-repositories")
+    )
 
 
 def read_virtual_packages(path: Path | None) -> dict[str, tuple[VirtualPackage, ...]]:
-    """Virtual packages per platform from conda-lock's spec file (defaults when ``path`` is None)."""
+    """Virtual packages per platform from conda-lock's spec file, or its defaults."""
     table: Mapping[str, Mapping[str, str]] = DEFAULT_VIRTUAL_PACKAGES
     if path is not None:
         table = _virtual_table(path)
@@ -156,12 +184,18 @@ def _virtual_table(path: Path) -> dict[str, dict[str, str]]:
     for platform, body in subdirs.items():
         packages = body.get("packages") if isinstance(body, dict) else None
         if platform not in KNOWN_PLATFORMS or not isinstance(packages, dict):
-            raise _fail(path, line_of(subdirs, platform),
-                        f"'{platform}' must be a known platform with a 'packages' mapping")
+            raise _fail(
+                path,
+                line_of(subdirs, platform),
+                f"'{platform}' must be a known platform with a 'packages' mapping",
+            )
         for name, version in packages.items():
             if not (isinstance(name, str) and name.startswith("__")) or version is None:
-                raise _fail(path, line_of(packages, name),
-                            f"virtual package '{name}' must be named __* and have a version")
+                raise _fail(
+                    path,
+                    line_of(packages, name),
+                    f"virtual package '{name}' must be named __* and have a version",
+                )
         table[platform] = {str(k): str(v) for k, v in packages.items()}
     return table
 

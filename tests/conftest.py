@@ -1,0 +1,164 @@
+"""Shared fixtures: a real local conda channel, environment files, the CLI, prerequisites."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fixtures.channel import build_channel, realistic_packages
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip when a prerequisite is missing; under CI=true that is a failure, never a skip."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"prerequisite missing under CI=true: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data`` beside the repo (real lockfiles, the conda-forge snapshot)."""
+    data = SHARED / "data"
+    require(data.is_dir(), f"{data} is absent (the real-data tests need ../shared)")
+    return data
+
+
+@pytest.fixture(scope="session")
+def channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A local conda channel with cuda118 and cpu pytorch builds, built once per session."""
+    return build_channel(tmp_path_factory.mktemp("channel"), realistic_packages())
+
+
+VIRTUAL_CUDA = """\
+subdirs:
+  linux-64:
+    packages:
+      __unix: "0"
+      __linux: "5.10"
+      __glibc: "2.28"
+      __cuda: "11.8"
+"""
+
+ENV_TEMPLATE = """\
+name: ddp
+channels:
+  - {channel}
+dependencies:
+  - python=3.9
+  - pytorch=*=cuda118*
+  - cudatoolkit=11.8
+  - nccl
+  - numpy
+  - pip
+"""
+
+
+@dataclass
+class Project:
+    """A directory with environment.yml and virtual-packages.yml, and the CLI run there."""
+
+    root: Path
+    channel: Path
+    cache: Path
+
+    @property
+    def env(self) -> Path:
+        return self.root / "environment.yml"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "conda-lock.yml"
+
+    def write_env(self, text: str | None = None) -> Path:
+        self.env.write_text(
+            text if text is not None else ENV_TEMPLATE.format(channel=self.channel.as_uri())
+        )
+        return self.env
+
+    def run(self, *args: str) -> tuple[int, str, str]:
+        """Run ``envtool`` in-process in ``root``; return (exit code, stdout, stderr)."""
+        from envtool.cli import main
+
+        return run_main(
+            main,
+            self.root,
+            ["--cache-dir", str(self.cache)] if args and args[0] in ("lock", "install") else [],
+            args,
+        )
+
+
+def run_main(
+    main: Callable[[list[str]], int], cwd: Path, extra: list[str], args: tuple[str, ...]
+) -> tuple[int, str, str]:
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            argv = list(args[:1]) + extra + list(args[1:])
+            code = main(argv)
+    finally:
+        os.chdir(old)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def project(tmp_path: Path, channel: Path) -> Project:
+    """A fresh project dir locking against the local channel with __cuda 11.8."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
+    proj = Project(root, channel, tmp_path / "cache")
+    proj.write_env()
+    return proj
+
+
+def which_or_skip(name: str) -> str:
+    path = shutil.which(name)
+    require(path is not None, f"{name} is not installed")
+    assert path is not None
+    return path
+
+
+@pytest.fixture(scope="session")
+def http_channel(channel: Path) -> Iterator[str]:
+    """The local channel served over HTTP on loopback (what rattler downloads and hash-checks)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d", str(channel)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{url}/noarch/repodata.json", timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
