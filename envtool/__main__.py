@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from envtool.cli import main
+from envtool.cli import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

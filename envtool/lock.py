@@ -89,7 +89,11 @@ def lock(options: LockOptions, solver: Solver) -> LockResult:
     env = spec.read_env(options.env_path)
     platforms = platforms_for(env, options.platforms)
     virtual = _virtual(options.env_path, options.virtual_spec)
-    old = lockfile.read(options.lock_path) if options.lock_path.exists() else None
+    old = None
+    if options.lock_path.exists() and set(lockfile.read_platforms(options.lock_path)) - set(
+        platforms
+    ):
+        old = lockfile.read(options.lock_path)  # other platforms' entries are kept
     request = SolveRequest(
         env, platforms, virtual, dict(options.mirrors), options.cache_dir or default_cache_dir()
     )

@@ -266,6 +266,18 @@ def read(path: Path) -> Lockfile:
     return parse(yamlio.read_text(path, "lockfile"), path)
 
 
+def read_platforms(path: Path) -> tuple[str, ...]:
+    """The platforms a lockfile's metadata names, without parsing its package list."""
+    text = yamlio.read_text(path, "lockfile")
+    head, sep, _ = text.partition("\npackage:")
+    doc = yamlio.loads(head, path) if sep else None
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    platforms = meta.get("platforms") if isinstance(meta, dict) else None
+    if not isinstance(platforms, list):  # unusual layout: let the full parser judge it
+        return read(path).metadata.platforms
+    return tuple(str(p) for p in platforms)
+
+
 def _entry(pkg: LockedPackage) -> dict[str, Any]:
     hashes: dict[str, str] = {}
     if pkg.md5:

@@ -136,13 +136,17 @@ def _match_specs(env: EnvSpec) -> list[Any]:
     return specs
 
 
-def _to_locked(record: Any, platform: str, request: SolveRequest) -> LockedPackage:
-    url = str(record.url)
-    for channel in request.env.channels:
-        mirror = source_channel(channel, request.mirrors)
+def canonical_url(url: str, channels: tuple[str, ...], mirrors: Mapping[str, str]) -> str:
+    """A package URL read from a mirror, rewritten to the channel's canonical URL."""
+    for channel in channels:
+        mirror = source_channel(channel, mirrors)
         if mirror != channel.rstrip("/") and url.startswith(mirror + "/"):
-            url = canonical_channel(channel) + url[len(mirror) :]
-            break
+            return canonical_channel(channel) + url[len(mirror) :]
+    return url
+
+
+def _to_locked(record: Any, platform: str, request: SolveRequest) -> LockedPackage:
+    url = canonical_url(str(record.url), request.env.channels, request.mirrors)
     if not record.md5:
         raise InputError(f"{url}: the channel's record has no md5, which conda-lock v1 requires")
     return LockedPackage(

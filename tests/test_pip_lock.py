@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from conftest import VIRTUAL_CUDA, Project
-
-from envtool import lockfile
 from fixtures.channel import build_channel, realistic_packages
 from fixtures.wheels import make_wheel, simple_index
+
+from envtool import lockfile
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +19,12 @@ def pip_world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     root = tmp_path_factory.mktemp("pipworld")
     channel = build_channel(root / "channel", realistic_packages(python_exe=sys.executable))
     wheels = [
-        make_wheel(root / "files", "tiny-dist", "1.0", ("tiny-dep>=0.2", "numpy>=1.20",
-                                                        "torch>=2", "pytest; extra == 'test'")),
+        make_wheel(
+            root / "files",
+            "tiny-dist",
+            "1.0",
+            ("tiny-dep>=0.2", "numpy>=1.20", "torch>=2", "pytest; extra == 'test'"),
+        ),
         make_wheel(root / "files", "tiny-dist", "2.0", ("tiny-dep>=0.2",)),
         make_wheel(root / "files", "tiny-dep", "0.1"),
         make_wheel(root / "files", "tiny-dep", "0.3"),
@@ -28,7 +32,9 @@ def pip_world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return channel, simple_index(root, wheels)
 
 
-def _project(tmp_path: Path, channel: Path, index: str, pip_spec: str = "tiny-dist==1.0") -> Project:
+def _project(
+    tmp_path: Path, channel: Path, index: str, pip_spec: str = "tiny-dist==1.0"
+) -> Project:
     root = tmp_path / "proj"
     root.mkdir()
     (root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
@@ -36,7 +42,8 @@ def _project(tmp_path: Path, channel: Path, index: str, pip_spec: str = "tiny-di
     proj.write_env(
         f"name: ddp\nchannels: [{channel.as_uri()}]\npip-repositories: [{index}]\n"
         "dependencies:\n  - python=3.9\n  - pytorch=*=cuda118*\n  - numpy\n  - pip\n"
-        f"  - pip:\n    - {pip_spec}\n")
+        f"  - pip:\n    - {pip_spec}\n"
+    )
     return proj
 
 
@@ -69,8 +76,9 @@ def test_pip_conflict_is_a_one_line_error(pip_world: tuple[Path, str], tmp_path:
     assert not proj.lock.exists()
 
 
-def test_install_puts_pip_entries_into_the_prefix(pip_world: tuple[Path, str],
-                                                  tmp_path: Path) -> None:
+def test_install_puts_pip_entries_into_the_prefix(
+    pip_world: tuple[Path, str], tmp_path: Path
+) -> None:
     channel, index = pip_world
     proj = _project(tmp_path, channel, index)
     assert proj.run("lock")[0] == 0
