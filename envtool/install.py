@@ -170,6 +170,22 @@ def _install_pip(packages: list[LockedPackage], options: InstallOptions) -> None
             raise InstallError(f"{options.prefix}: pip install failed: {exc}") from None
 
 
+def _remove_prefix(prefix: Path) -> None:
+    """Remove a half-made prefix; rattler's worker tasks may still write for a moment after
+    the install call has failed, so remove until it stays gone."""
+    quiet_since = None
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        if prefix.exists():
+            shutil.rmtree(prefix, ignore_errors=True)
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 0.3:
+            return
+        time.sleep(0.05)
+
+
 def install(options: InstallOptions) -> InstallResult:
     """Install the lock's entries for one platform into ``prefix``."""
     start = time.perf_counter()
@@ -189,6 +205,6 @@ def install(options: InstallOptions) -> InstallResult:
             _install_pip(pip, options)
     except BaseException:
         if created:  # a prefix we made and could not finish is removed, not left half-built
-            shutil.rmtree(options.prefix, ignore_errors=True)
+            _remove_prefix(options.prefix)
         raise
     return InstallResult(options.prefix, len(conda), len(pip), time.perf_counter() - start)
