@@ -258,6 +258,16 @@ def parse(text: str, path: Path) -> Lockfile:
     if not isinstance(entries, list):
         raise _fail(path, line_of(doc, "package"), "'package' must be a list")
     packages = tuple(_package(path, e) for e in entries)
+    seen: set[tuple[str, str, str]] = set()
+    for i, pkg in enumerate(packages):
+        key = (pkg.manager, pkg.name, pkg.platform)
+        if key in seen:  # conda-lock keys entries by these three: a second one is ambiguous
+            raise _fail(
+                path,
+                line_of(entries, i),
+                f"duplicate entry for {pkg.name} ({pkg.manager}, {pkg.platform})",
+            )
+        seen.add(key)
     return Lockfile(_metadata(path, doc["metadata"]), packages)
 
 

@@ -137,3 +137,51 @@ def test_write_is_atomic_and_keeps_old_file_on_failure(
         lockfile.write(lock, path)
     assert path.read_text() == _lock_text()
     assert [p.name for p in tmp_path.iterdir()] == ["conda-lock.yml"]
+
+
+def test_pytorch_channel_shapes_round_trip(shared_data: Path, tmp_path: Path) -> None:
+    """Records of the real anaconda.org pytorch channel (one per name), as lock entries."""
+    import json
+
+    from conda_lock.lockfile import parse_conda_lock_file
+
+    repodata = json.loads(
+        (shared_data / "real/rattler-pytorch-channel/linux-64/repodata.json").read_text()
+    )
+    base = "https://conda.anaconda.org/pytorch/linux-64/"
+    packages = tuple(
+        lockfile.LockedPackage(
+            name=rec["name"],
+            version=rec["version"],
+            manager="conda",
+            platform="linux-64",
+            url=base + fn,
+            md5=rec["md5"],
+            sha256=rec.get("sha256"),
+            dependencies=tuple(
+                (d.split(" ", 1)[0], d.split(" ", 1)[1] if " " in d else "")
+                for d in rec.get("depends", [])
+            ),
+        )
+        for fn, rec in repodata["packages"].items()
+        if rec["name"] != "pytorch" or rec["build"] == "py3.9_cuda11.8_cudnn8.7.0_0"
+    )
+    packages = tuple({p.name: p for p in packages}.values())  # a lock holds one per name
+    meta = lockfile.LockMeta(
+        (("linux-64", "0" * 64),), ("pytorch",), ("linux-64",), ("environment.yml",)
+    )
+    path = tmp_path / "conda-lock.yml"
+    lockfile.write(lockfile.Lockfile(meta, packages), path)
+    back = lockfile.read(path)
+    assert len(back.packages) == len(packages) > 20
+    builds = {(p.name, p.version, p.build) for p in back.packages}
+    assert builds <= {(r["name"], r["version"], r["build"]) for r in repodata["packages"].values()}
+    assert ("pytorch", "2.1.0", "py3.9_cuda11.8_cudnn8.7.0_0") in builds
+    assert len(parse_conda_lock_file(path).package) == len(packages)
+
+
+def test_duplicate_entries_are_rejected(tmp_path: Path) -> None:
+    text = _lock_text()
+    entry = text[text.index("- name: zlib") :]
+    message = _bad(tmp_path, text + entry)
+    assert "conda-lock.yml:17: duplicate entry for zlib (conda, linux-64)" in message
