@@ -1,0 +1,312 @@
+"""An all-reduce bandwidth test with nccl-tests semantics, launched through torchrun.
+
+    python allreduce.py [-b 8] [-e 32M] [-f 2] [-n 20] [-w 5] [--nproc N]
+                        [--backend auto|nccl|gloo] [--format text|json] [--timeout S]
+
+Without ``--worker`` it is the launcher: it starts ``torchrun --standalone`` with one process
+per GPU (NCCL), or ``--nproc`` processes on the CPU (gloo), waits with a deadline and prints
+rank 0's result: text in ``all_reduce_perf``'s layout, or one JSON document.
+With ``--worker`` (set by the launcher, or by a multi-node torchrun) it is one rank.
+
+Semantics (nccl-tests doc/PERFORMANCE.md): per size S, ``algbw = S / t`` (decimal GB/s),
+``busbw = algbw * 2(n-1)/n``; t is the mean of ``-n`` timed iterations after ``-w`` warm-up
+ones, the slowest rank's. Inputs are deterministic (rank r, element i: (r+1)*(i%97+1)), the
+exact sum is known, and wrong elements are counted and summed over ranks (#wrong).
+torch.distributed has no out-of-place all-reduce: out-of-place copies the send buffer into
+the receive buffer and reduces that, the copy included in the time; in-place reduces the
+send buffer itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+SCHEMA = "envtool.allreduce/1"
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+ELEM = 4  # float32
+# all_reduce_perf's column headers, byte for byte (trailing blanks included).
+HEADER = [
+    "#" + " " * 62 + "out-of-place" + " " * 23 + "in-place" + " " * 10,
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+    "     time   algbw   busbw #wrong",
+    "#        (B)    (elements)" + " " * 31 + "(us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"
+    + " " * 7,
+]
+
+
+def parse_size(text: str) -> int:
+    """``"32M"`` → 33554432 (nccl-tests' K/M/G suffixes are powers of two)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([KMG]?)B?\s*", text.upper())
+    if not match:
+        raise argparse.ArgumentTypeError("not a size: %r (use e.g. 8, 64K, 32M, 1G)" % text)
+    return int(match.group(1)) * _UNITS[match.group(2)]
+
+
+def sizes(begin: int, end: int, factor: int) -> List[int]:
+    """The sweep: begin, begin*f, ... up to end, rounded down to whole float32 elements."""
+    out, size = [], max(begin, ELEM)
+    while size <= end:
+        out.append(size - size % ELEM)
+        if factor <= 1:
+            break
+        size *= factor
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line shared by the launcher and the workers."""
+    p = argparse.ArgumentParser(prog="allreduce.py", description="all-reduce bandwidth test")
+    p.add_argument("-b", "--minbytes", type=parse_size, default=parse_size("8"))
+    p.add_argument("-e", "--maxbytes", type=parse_size, default=parse_size("32M"))
+    p.add_argument("-f", "--stepfactor", type=int, default=2)
+    p.add_argument("-n", "--iters", type=int, default=20)
+    p.add_argument("-w", "--warmup_iters", type=int, default=5)
+    p.add_argument("--nproc", type=int, default=0, help="processes (default: GPUs, else 2)")
+    p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--timeout", type=float, default=300.0, help="deadline in seconds")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--out", default="", help=argparse.SUPPRESS)
+    return p
+
+
+# ---------------------------------------------------------------- worker side (one rank)
+
+def _fill(torch: Any, count: int, rank: int, device: Any) -> Any:
+    idx = torch.arange(count, dtype=torch.int64, device=device)
+    return ((idx % 97) + 1).to(torch.float32) * float(rank + 1)
+
+
+def _expected(torch: Any, count: int, nranks: int, device: Any) -> Any:
+    idx = torch.arange(count, dtype=torch.int64, device=device)
+    return ((idx % 97) + 1).to(torch.float32) * float(nranks * (nranks + 1) // 2)
+
+
+def _sync(torch: Any, device: Any) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timed(torch: Any, dist: Any, device: Any, step: Any, iters: int, warmup: int) -> float:
+    """Mean seconds per call of ``step`` on the slowest rank."""
+    for _ in range(warmup):
+        step()
+    _sync(torch, device)
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(iters):
+        step()
+    _sync(torch, device)
+    elapsed = torch.tensor([(time.perf_counter() - start) / max(iters, 1)], dtype=torch.float64,
+                           device=device)
+    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
+    return float(elapsed.item())
+
+
+def _wrong(torch: Any, dist: Any, result: Any, expected: Any, device: Any) -> int:
+    bad = torch.tensor([int((result != expected).sum().item())], dtype=torch.int64, device=device)
+    dist.all_reduce(bad)
+    return int(bad.item())
+
+
+def _gather_json(torch: Any, dist: Any, device: Any, obj: Dict[str, Any]) -> List[Any]:
+    """all_gather of small JSON documents through a byte tensor (all_gather_object needs numpy)."""
+    data = json.dumps(obj).encode()[:1024].ljust(1024, b" ")
+    mine = torch.tensor(list(data), dtype=torch.uint8, device=device)
+    parts = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, mine)
+    return [json.loads(bytes(p.cpu().tolist()).decode()) for p in parts]
+
+
+def _one_size(torch: Any, dist: Any, device: Any, size: int, args: Any) -> Dict[str, Any]:
+    nranks, rank = dist.get_world_size(), dist.get_rank()
+    count = size // ELEM
+    send = _fill(torch, count, rank, device)
+    recv = torch.empty_like(send)
+    expected = _expected(torch, count, nranks, device)
+
+    def out_of_place() -> None:
+        recv.copy_(send)
+        dist.all_reduce(recv)
+
+    t_oop = _timed(torch, dist, device, out_of_place, args.iters, args.warmup_iters)
+    out_of_place()
+    wrong_oop = _wrong(torch, dist, recv, expected, device)
+    buf = send.clone()
+    t_ip = _timed(torch, dist, device, lambda: dist.all_reduce(buf), args.iters, args.warmup_iters)
+    buf.copy_(send)
+    dist.all_reduce(buf)
+    wrong_ip = _wrong(torch, dist, buf, expected, device)
+    return {"size": size, "count": count, "type": "float", "redop": "sum", "root": -1,
+            "oop": _figures(size, t_oop, nranks, wrong_oop),
+            "ip": _figures(size, t_ip, nranks, wrong_ip)}
+
+
+def _figures(size: int, seconds: float, nranks: int, wrong: int) -> Dict[str, Any]:
+    algbw = size / seconds / 1e9 if seconds > 0 else 0.0
+    busbw = algbw * 2 * (nranks - 1) / nranks if nranks > 1 else 0.0
+    return {"time_us": seconds * 1e6, "algbw": algbw, "busbw": busbw, "wrong": wrong}
+
+
+def _device_line(torch: Any, dist: Any, device: Any) -> Dict[str, Any]:
+    name, bus = "cpu", "cpu"
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        name = props.name
+        bus = "0x%02x" % getattr(props, "pci_bus_id", 0)
+    return {"rank": dist.get_rank(), "host": socket.gethostname(), "pid": os.getpid(),
+            "device": device.index if device.index is not None else 0, "name": name, "bus": bus}
+
+
+def worker(args: Any) -> int:
+    """One rank: sweep the sizes, rank 0 writes the result document to ``--out``."""
+    import torch
+    import torch.distributed as dist
+
+    backend = args.backend
+    if backend == "auto":
+        backend = "nccl" if torch.cuda.is_available() else "gloo"
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if backend == "nccl":
+        torch.cuda.set_device(local)
+        device = torch.device("cuda", local)
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group(backend=backend)
+    try:
+        devices = _gather_json(torch, dist, device, _device_line(torch, dist, device))
+        rows = [_one_size(torch, dist, device, s, args)
+                for s in sizes(args.minbytes, args.maxbytes, args.stepfactor)]
+        if dist.get_rank() == 0 and args.out:
+            doc = _document(args, backend, dist.get_world_size(), rows, devices, torch)
+            with open(args.out, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh)
+    finally:
+        dist.destroy_process_group()
+    return 0
+
+
+def _document(args: Any, backend: str, nranks: int, rows: List[Dict[str, Any]],
+              devices: List[Any], torch: Any) -> Dict[str, Any]:
+    busbws = [r["oop"]["busbw"] for r in rows]
+    return {
+        "schema": SCHEMA, "backend": backend, "nranks": nranks, "torch": str(torch.__version__),
+        "params": {"minbytes": args.minbytes, "maxbytes": args.maxbytes,
+                   "stepfactor": args.stepfactor, "iters": args.iters,
+                   "warmup_iters": args.warmup_iters},
+        "devices": devices, "rows": rows,
+        "wrong_total": sum(r["oop"]["wrong"] + r["ip"]["wrong"] for r in rows),
+        "avg_busbw": sum(busbws) / len(busbws) if busbws else 0.0,
+    }
+
+
+# ---------------------------------------------------------------- launcher side
+
+def _gpu_count() -> int:
+    try:
+        import torch
+
+        return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+    except Exception:
+        return 0
+
+
+def _worker_argv(args: Any, out: str) -> List[str]:
+    return [os.path.abspath(__file__), "--worker", "--out", out,
+            "-b", str(args.minbytes), "-e", str(args.maxbytes), "-f", str(args.stepfactor),
+            "-n", str(args.iters), "-w", str(args.warmup_iters), "--backend", args.backend]
+
+
+def launch(args: Any) -> Dict[str, Any]:
+    """Run torchrun --standalone with a deadline; return rank 0's document or an error one."""
+    gpus = _gpu_count()
+    backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
+    nproc = args.nproc or (gpus if backend == "nccl" else 2)
+    fd, out = tempfile.mkstemp(prefix="envtool-allreduce-", suffix=".json")
+    os.close(fd)
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+            "--nproc-per-node", str(nproc)] + _worker_argv(args, out)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout,
+                              start_new_session=True, check=False)
+        with open(out, encoding="utf-8") as fh:
+            text = fh.read()
+        if proc.returncode != 0 or not text:
+            return _error(backend, nproc, "torchrun exited %d: %s" % (
+                proc.returncode, _failure(proc.stderr + proc.stdout)))
+        return json.loads(text)
+    except subprocess.TimeoutExpired:
+        return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
+    finally:
+        os.unlink(out)
+
+
+def _failure(output: str) -> str:
+    """The most telling line of torchrun's output: a rank's exception, else the last line."""
+    lines = [ln.strip() for ln in output.splitlines() if ln.strip().strip("=")]
+    for line in lines:
+        if re.match(r"\[rank\d+\]: \w*(Error|Exception)", line):
+            return line
+    return lines[-1] if lines else "no output"
+
+
+def _error(backend: str, nproc: int, message: str) -> Dict[str, Any]:
+    return {"schema": SCHEMA, "backend": backend, "nranks": nproc, "rows": [], "error": message}
+
+
+def _time(us: float) -> str:
+    if us >= 10000:
+        return "%7.0f" % us
+    return "%7.1f" % us if us >= 100 else "%7.2f" % us
+
+
+def render_text(doc: Dict[str, Any]) -> str:
+    """The document in all_reduce_perf's text layout."""
+    p = doc.get("params", {})
+    lines = ["# nThread 1 nGpus 1 minBytes %s maxBytes %s step: %s(factor) warmup iters: %s "
+             "iters: %s agg iters: 1 validation: 1 graph: 0" % (
+                 p.get("minbytes"), p.get("maxbytes"), p.get("stepfactor"),
+                 p.get("warmup_iters"), p.get("iters")), "#", "# Using devices"]
+    for d in doc.get("devices", []):
+        lines.append("#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s" % (
+            d["rank"], d["pid"], d["host"], d["device"], d.get("bus", "-"), d["name"]))
+    lines += ["#"] + HEADER
+    for r in doc.get("rows", []):
+        line = "%12d  %12d  %8s  %6s  %6d" % (r["size"], r["count"], r["type"], r["redop"],
+                                              r["root"])
+        for part in (r["oop"], r["ip"]):
+            line += "  %7s  %6.2f  %6.2f  %5s" % (_time(part["time_us"]), part["algbw"],
+                                                  part["busbw"], part["wrong"])
+        lines.append(line)
+    if doc.get("error"):
+        lines.append("# error: %s" % doc["error"])
+    lines += ["# Out of bounds values : %d %s" % (doc.get("wrong_total", 0),
+                                                  "OK" if not doc.get("wrong_total") else "FAILED"),
+              "# Avg bus bandwidth    : %g" % doc.get("avg_busbw", 0.0), "#"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Launcher or worker, by ``--worker``."""
+    args = build_parser().parse_args(argv)
+    if args.worker:
+        return worker(args)
+    doc = launch(args)
+    if args.format == "json":
+        print(json.dumps(doc, sort_keys=True))
+    else:
+        sys.stdout.write(render_text(doc))
+    return 0 if not doc.get("error") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
