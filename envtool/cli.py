@@ -146,6 +146,16 @@ def install(
     return EXIT_OK
 
 
+def _register() -> None:
+    from envtool.cli_node import COMMANDS
+
+    for command in COMMANDS:
+        cli.add_command(command)
+
+
+_register()
+
+
 def _fail(message: str, code: int) -> int:
     click.echo(f"envtool: error: {message}", err=True)
     return code

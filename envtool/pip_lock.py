@@ -22,17 +22,9 @@ from urllib.parse import unquote, urlparse
 from envtool import proc
 from envtool.errors import InputError, ToolError
 from envtool.lockfile import LockedPackage
+from envtool.models import CONDA_TO_PYPI, normalize
 from envtool.spec import EnvSpec
 
-# conda package name → the distribution name pip sees (identity when absent).
-CONDA_TO_PYPI = {
-    "pytorch": "torch",
-    "pytorch-cpu": "torch",
-    "pytorch-gpu": "torch",
-    "py-opencv": "opencv-python",
-    "matplotlib-base": "matplotlib",
-    "tensorflow-base": "tensorflow",
-}
 PIP_PLATFORMS = {
     "linux-64": (
         "manylinux_2_28_x86_64",
@@ -54,11 +46,6 @@ PIP_PLATFORMS = {
 _PEP440 = re.compile(r"^\d+(\.\d+)*([abc]|rc)?\d*(\.post\d+)?(\.dev\d+)?$")
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 PIP_TIMEOUT = 600.0
-
-
-def normalize(name: str) -> str:
-    """PEP 503 normalized distribution name."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _python_version(conda: Iterable[LockedPackage], platform: str) -> str:

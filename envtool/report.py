@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from typing import Any
+
 import click
 
 from envtool.install import InstallResult
 from envtool.lock import CheckResult, LockResult
+from envtool.models import Environment, Finding
 
 
 def error(message: str) -> None:
@@ -39,3 +44,97 @@ def install_result(result: InstallResult) -> None:
         f"installed {result.conda} conda{extra} packages into {result.prefix} "
         f"in {result.seconds:.2f} s"
     )
+
+
+def _json(doc: object) -> None:
+    click.echo(json.dumps(doc, indent=2, sort_keys=True))
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_lines=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    Console(width=max(100, shutil.get_terminal_size().columns)).print(table)
+
+
+def export_document(doc: dict[str, Any], fmt: str) -> None:
+    """An export: conda's YAML text verbatim, or the structured JSON document."""
+    if fmt == "json":
+        _json(doc)
+    else:
+        click.echo(doc["yaml"], nl=False)
+
+
+def finding_dict(f: Finding) -> dict[str, Any]:
+    """A finding as JSON."""
+    return {
+        "kind": f.kind,
+        "severity": f.severity,
+        "subject": f.subject,
+        "expected": f.expected,
+        "actual": f.actual,
+        "hint": f.hint,
+        "hosts": list(f.hosts),
+    }
+
+
+def diff_result(a: Environment, b: Environment, findings: list[Finding], fmt: str) -> None:
+    """The differences between two environments."""
+    if fmt == "json":
+        _json(
+            {
+                "schema": "envtool.diff/1",
+                "a": a.source,
+                "b": b.source,
+                "identical": not findings,
+                "findings": [finding_dict(f) for f in findings],
+            }
+        )
+        return
+    if not findings:
+        click.echo(f"identical: {a.source} ({len(a.packages)} packages) and {b.source}")
+        return
+    rows = [[f.severity, f.kind, f.subject, f.expected, f.actual, f.hint] for f in findings]
+    _table(
+        f"{len(findings)} differences: A={a.source}  B={b.source}",
+        ["severity", "kind", "package", "A", "B", "fix"],
+        rows,
+    )
+
+
+def _fact_rows(facts: dict[str, Any]) -> list[list[str]]:
+    devices = facts.get("devices") or []
+    names = ", ".join(f"{d.get('name')} (sm {d.get('capability')})" for d in devices) or "none"
+    env = " ".join(f"{k}={v}" for k, v in (facts.get("env") or {}).items()) or "-"
+    pairs = [
+        ("host", facts.get("hostname")),
+        ("python", facts.get("python")),
+        ("torch", facts.get("torch")),
+        ("torch CUDA", facts.get("cuda")),
+        ("CUDA available", facts.get("cuda_available")),
+        ("devices", f"{facts.get('device_count', 0)}: {names}"),
+        ("driver", facts.get("driver")),
+        ("cuDNN", facts.get("cudnn")),
+        ("NCCL", facts.get("nccl")),
+        ("glibc", facts.get("glibc")),
+        ("env", env),
+    ]
+    rows = [[k, "-" if v is None else str(v)] for k, v in pairs]
+    return rows + [["note", n] for n in facts.get("notes") or []]
+
+
+def probe_result(doc: dict[str, Any], fmt: str) -> None:
+    """GPU facts as a table, then the all-reduce in all_reduce_perf's layout."""
+    if fmt == "json":
+        _json(doc)
+        return
+    _table("node facts", ["fact", "value"], _fact_rows(doc["facts"]))
+    if doc.get("allreduce") is not None:
+        from envtool import probes
+
+        click.echo(probes.load("allreduce").render_text(doc["allreduce"]), nl=False)

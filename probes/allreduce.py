@@ -23,10 +23,12 @@ import argparse
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, Dict, List, Optional
 
@@ -76,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=300.0, help="deadline in seconds")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default="", help=argparse.SUPPRESS)
+    p.add_argument("--deadline", type=float, default=0.0, help=argparse.SUPPRESS)
     return p
 
 
@@ -167,10 +170,23 @@ def _device_line(torch: Any, dist: Any, device: Any) -> Dict[str, Any]:
             "device": device.index if device.index is not None else 0, "name": name, "bus": bus}
 
 
+def _watchdog(deadline: float) -> None:
+    """Leave at the deadline even if a collective hangs (a dead peer, a blocked port)."""
+    def run() -> None:
+        time.sleep(max(0.0, deadline - time.time()))
+        sys.stderr.write("allreduce.py: worker past its deadline, exiting\n")
+        os._exit(3)
+
+    threading.Thread(target=run, daemon=True).start()
+
+
 def worker(args: Any) -> int:
     """One rank: sweep the sizes, rank 0 writes the result document to ``--out``."""
     import torch
     import torch.distributed as dist
+
+    if args.deadline:
+        _watchdog(args.deadline)
 
     backend = args.backend
     if backend == "auto":
@@ -222,6 +238,7 @@ def _gpu_count() -> int:
 
 def _worker_argv(args: Any, out: str) -> List[str]:
     return [os.path.abspath(__file__), "--worker", "--out", out,
+            "--deadline", repr(time.time() + args.timeout),
             "-b", str(args.minbytes), "-e", str(args.maxbytes), "-f", str(args.stepfactor),
             "-n", str(args.iters), "-w", str(args.warmup_iters), "--backend", args.backend]
 
@@ -235,19 +252,34 @@ def launch(args: Any) -> Dict[str, Any]:
     os.close(fd)
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
             "--nproc-per-node", str(nproc)] + _worker_argv(args, out)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout,
-                              start_new_session=True, check=False)
+        stdout, stderr = proc.communicate(timeout=args.timeout)
         with open(out, encoding="utf-8") as fh:
             text = fh.read()
         if proc.returncode != 0 or not text:
             return _error(backend, nproc, "torchrun exited %d: %s" % (
-                proc.returncode, _failure(proc.stderr + proc.stdout)))
+                proc.returncode, _failure(stderr + stdout)))
         return json.loads(text)
     except subprocess.TimeoutExpired:
+        _stop(proc)
         return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
     finally:
         os.unlink(out)
+
+
+def _stop(proc: "subprocess.Popen[str]") -> None:
+    """SIGTERM torchrun (it stops its workers), then SIGKILL its group if it lingers."""
+    proc.terminate()
+    try:
+        proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.communicate()
 
 
 def _failure(output: str) -> str:

@@ -1,0 +1,229 @@
+"""probes/: Python 3.9 and stdlib-only statically, gpu facts and the all-reduce for real."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, require, run_main
+
+from envtool.cli import main
+
+PROBES = REPO / "probes"
+
+
+def _torch() -> None:
+    require(
+        importlib.util.find_spec("torch") is not None,
+        "torch is not installed (pip install torch==2.13.0)",
+    )
+
+
+def _probe(
+    name: str, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(PROBES / f"{name}.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("path", sorted(PROBES.glob("*.py")), ids=lambda p: p.name)
+def test_probe_is_python39_and_stdlib_only(path: Path) -> None:
+    tree = ast.parse(path.read_text(), feature_version=(3, 9))
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module.split(".")[0]]
+        for name in names:
+            assert name == "torch" or name in sys.stdlib_module_names, f"{path.name}: {name}"
+
+
+def test_gpu_facts_without_torch_and_env_allow_list() -> None:
+    env = {
+        "NCCL_SOCKET_IFNAME": "lo",
+        "NCCL_IB_TOKEN_SECRET": "hunter2",
+        "MASTER_PORT": "29500",
+        "AWS_SECRET_ACCESS_KEY": "x",
+    }
+    out = _probe("gpu_facts", "--no-torch", env=env)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["schema"] == "envtool.gpu-facts/1"
+    assert doc["env"] == {"MASTER_PORT": "29500", "NCCL_SOCKET_IFNAME": "lo"}
+    assert "hunter2" not in out.stdout
+    assert doc["python"] == ".".join(map(str, sys.version_info[:3]))
+
+
+def test_gpu_facts_when_torch_is_broken(tmp_path: Path) -> None:
+    fake = tmp_path / "torch"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise OSError('libcudart.so.11.0: cannot open')\n")
+    out = _probe("gpu_facts", env={"PYTHONPATH": str(tmp_path)})
+    assert out.returncode == 0 and "Traceback" not in out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["torch"] is None and doc["cuda_available"] is False
+    assert any("libcudart.so.11.0" in n for n in doc["notes"])
+
+
+def test_gpu_facts_with_cpu_torch() -> None:
+    _torch()
+    doc = json.loads(_probe("gpu_facts").stdout)
+    import torch
+
+    assert doc["torch"] == str(torch.__version__)
+    assert doc["cuda_available"] is False and doc["device_count"] == 0
+    assert doc["nccl"] is None  # a CPU build has no NCCL
+
+
+@pytest.fixture(scope="module")
+def allreduce_doc() -> dict:  # type: ignore[type-arg]
+    _torch()
+    out = _probe(
+        "allreduce",
+        "-b",
+        "1K",
+        "-e",
+        "256K",
+        "-f",
+        "4",
+        "-n",
+        "4",
+        "-w",
+        "1",
+        "--nproc",
+        "3",
+        "--backend",
+        "gloo",
+        "--format",
+        "json",
+        "--timeout",
+        "120",
+        timeout=180,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+def test_allreduce_rows_follow_nccl_tests_formulas(allreduce_doc: dict) -> None:  # type: ignore[type-arg]
+    doc = allreduce_doc
+    assert doc["schema"] == "envtool.allreduce/1" and doc["backend"] == "gloo"
+    assert doc["nranks"] == 3 and len(doc["devices"]) == 3
+    assert [r["size"] for r in doc["rows"]] == [1024, 4096, 16384, 65536, 262144]
+    for row in doc["rows"]:
+        assert row["count"] == row["size"] // 4
+        for part in (row["oop"], row["ip"]):
+            algbw = row["size"] / (part["time_us"] * 1e-6) / 1e9
+            assert part["algbw"] == pytest.approx(algbw, rel=1e-9)
+            assert part["busbw"] == pytest.approx(algbw * 2 * (3 - 1) / 3, rel=1e-9)
+            assert part["wrong"] == 0
+    assert doc["wrong_total"] == 0
+
+
+def test_allreduce_deadline_is_kept() -> None:
+    _torch()
+    start = time.monotonic()
+    out = _probe(
+        "allreduce",
+        "-b",
+        "1M",
+        "-e",
+        "1M",
+        "-n",
+        "100000",
+        "--nproc",
+        "2",
+        "--format",
+        "json",
+        "--timeout",
+        "3",
+        timeout=60,
+    )
+    assert time.monotonic() - start < 20
+    assert out.returncode == 1
+    assert "deadline" in json.loads(out.stdout)["error"]
+
+
+def test_allreduce_nccl_on_a_cpu_machine_fails_in_one_line() -> None:
+    _torch()
+    out = _probe(
+        "allreduce",
+        "-b",
+        "8",
+        "-e",
+        "8",
+        "--nproc",
+        "1",
+        "--backend",
+        "nccl",
+        "--format",
+        "json",
+        "--timeout",
+        "60",
+        timeout=90,
+    )
+    doc = json.loads(out.stdout)
+    assert out.returncode == 1 and doc["error"].startswith("torchrun exited")
+    assert "\n" not in doc["error"]
+
+
+def test_envtool_probe_json(tmp_path: Path) -> None:
+    _torch()
+    code, out, err = run_main(
+        main,
+        tmp_path,
+        [],
+        ("probe", "--format", "json", "-b", "8", "-e", "64", "-n", "2", "-w", "1"),
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["schema"] == "envtool.probe/1"
+    assert doc["facts"]["schema"] == "envtool.gpu-facts/1"
+    assert doc["allreduce"]["nranks"] == 2 and doc["allreduce"]["wrong_total"] == 0
+
+
+def test_envtool_probe_table_without_allreduce(tmp_path: Path) -> None:
+    code, out, _ = run_main(main, tmp_path, [], ("probe", "--no-allreduce"))
+    assert code == 0
+    assert "CUDA available" in out and "glibc" in out
+
+
+def _workers() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if "allreduce.py --worker" in line]
+
+
+def test_no_worker_outlives_the_deadline() -> None:
+    _torch()
+    assert _workers() == []
+    _probe(
+        "allreduce",
+        "-b",
+        "1M",
+        "-e",
+        "1M",
+        "-n",
+        "100000",
+        "--nproc",
+        "2",
+        "--format",
+        "json",
+        "--timeout",
+        "3",
+        timeout=60,
+    )
+    time.sleep(1)
+    assert _workers() == []
