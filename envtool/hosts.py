@@ -1,0 +1,166 @@
+"""Hosts files, node sets and Slurm node lists → validated ``Host`` values.
+
+Every name is checked before it can reach a command line: a host name that ssh could read
+as an option, or that a shell would interpret, is rejected with its file and line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from envtool.errors import InputError
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+_USER = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]*$")
+_EXPR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._,\[\]-]*$")
+_MAX_NAME = 253
+_MAX_HOSTS = 100_000
+
+
+@dataclass(frozen=True)
+class Host:
+    """One node to probe."""
+
+    name: str
+    user: str | None = None
+    port: int | None = None
+    slots: int = 1
+    origin: str = ""  # "hosts.txt:3", "--hosts", "SLURM_JOB_NODELIST"
+
+    @property
+    def target(self) -> str:
+        """What ssh is given as destination: ``user@name`` or ``name``."""
+        return f"{self.user}@{self.name}" if self.user else self.name
+
+
+def _why_bad(name: str) -> str | None:
+    if not name:
+        return "empty name"
+    if name.startswith("-"):
+        return "starts with '-' (ssh would read it as an option)"
+    if len(name) > _MAX_NAME:
+        return f"longer than {_MAX_NAME} characters"
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "contains a control character"
+    bad = sorted({c for c in name if c in " \t'\"`;$/\\|&<>(){}!*?~#%^=+,:@[]"})
+    if bad:
+        return f"contains {' '.join(repr(c) for c in bad)}"
+    if name in (".", "..") or not _NAME.match(name):
+        return "is not a host name"
+    return None
+
+
+def check_name(name: str, origin: str) -> str:
+    """``name`` if it is a safe host name; else an InputError naming ``origin``."""
+    why = _why_bad(name)
+    if why:
+        raise InputError(f"{origin}: bad host name {name!r}: {why}")
+    return name
+
+
+def _expand(expr: str, origin: str) -> list[str]:
+    """A node-set expression (``gpu[01-16],login1``) through ClusterShell's NodeSet."""
+    if "[" not in expr and "," not in expr:
+        return [expr]
+    if not _EXPR.match(expr):
+        raise InputError(f"{origin}: bad node set {expr!r}")
+    from ClusterShell.NodeSet import NodeSet, NodeSetException
+
+    try:
+        nodes = NodeSet(expr)
+    except (NodeSetException, ValueError) as exc:
+        raise InputError(f"{origin}: bad node set {expr!r}: {exc}") from None
+    if len(nodes) > _MAX_HOSTS:
+        raise InputError(f"{origin}: node set {expr!r} names {len(nodes)} hosts (max {_MAX_HOSTS})")
+    return list(nodes)
+
+
+def _split_target(token: str, origin: str) -> tuple[str | None, str, int | None]:
+    user, _, rest = token.rpartition("@") if "@" in token else (None, "", token)
+    if user is not None and not _USER.match(user):
+        raise InputError(f"{origin}: bad user name {user!r}")
+    port = None
+    if rest.count(":") == 1 and "]" not in rest.split(":")[1]:
+        rest, _, port_text = rest.partition(":")
+        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise InputError(f"{origin}: bad port {port_text!r}")
+        port = int(port_text)
+    return user, rest, port
+
+
+def _slots(words: list[str], origin: str) -> int:
+    slots = 1
+    for word in words:
+        key, sep, value = word.partition("=")
+        if key not in ("slots", "max_slots") or not sep or not value.isdigit():
+            raise InputError(f"{origin}: unexpected {word!r} (expected 'slots=N')")
+        if key == "slots":
+            slots = int(value)
+    if slots < 1:
+        raise InputError(f"{origin}: slots must be at least 1")
+    return slots
+
+
+def parse_line(line: str, origin: str) -> list[Host]:
+    """One hosts-file line: ``[user@]host-or-nodeset[:port] [slots=N]``; comments stripped."""
+    text = line.split("#", 1)[0].strip()
+    if not text:
+        return []
+    words = text.split()
+    user, expr, port = _split_target(words[0], origin)
+    names = _expand(check_expr(expr, origin), origin)
+    slots = _slots(words[1:], origin)
+    return [Host(check_name(n, origin), user, port, slots, origin) for n in names]
+
+
+def check_expr(expr: str, origin: str) -> str:
+    """Reject what is dangerous before any node-set parsing: options, shell and control chars."""
+    if "[" in expr or "," in expr:
+        if expr.startswith("-") or not _EXPR.match(expr):
+            why = _why_bad(expr.replace("[", "").replace("]", "").replace(",", "")) or "bad syntax"
+            raise InputError(f"{origin}: bad host name {expr!r}: {why}")
+        return expr
+    return check_name(expr, origin)
+
+
+def parse_text(text: str, source: str) -> list[Host]:
+    """A whole hosts file (MPI hostfile style); duplicates are an error."""
+    hosts: list[Host] = []
+    seen: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        origin = f"{source}:{number}"
+        for host in parse_line(line, origin):
+            if host.target in seen:
+                raise InputError(f"{origin}: host {host.target} already listed at {seen[host.target]}")
+            seen[host.target] = origin
+            hosts.append(host)
+    if not hosts:
+        raise InputError(f"{source}: no hosts listed")
+    return hosts
+
+
+def resolve(spec: str | None, environ: dict[str, str] | None = None) -> list[Host]:
+    """``--hosts`` value → hosts: a file, ``-`` (stdin), a node set, or Slurm's node list."""
+    env = os.environ if environ is None else environ
+    if spec is None:
+        nodelist = env.get("SLURM_JOB_NODELIST")
+        if not nodelist:
+            raise InputError("no hosts: give --hosts FILE|NODESET|- (or run inside a Slurm "
+                             "allocation, which sets SLURM_JOB_NODELIST)")
+        return parse_text(nodelist, "SLURM_JOB_NODELIST")
+    if spec == "-":
+        return parse_text(sys.stdin.read(), "<stdin>")
+    path = Path(spec)
+    if path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: cannot read the hosts file: {exc}") from None
+        return parse_text(text, str(path))
+    if "/" in spec:
+        raise InputError(f"{spec}: hosts file not found")
+    return parse_text(spec, "--hosts")
