@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from envtool.install import InstallResult
 from envtool.lock import CheckResult, LockResult
 from envtool.models import Environment, Finding
+
+if TYPE_CHECKING:
+    from envtool.nccl import NcclRun
 
 
 def error(message: str) -> None:
@@ -138,3 +141,29 @@ def probe_result(doc: dict[str, Any], fmt: str) -> None:
         from envtool import probes
 
         click.echo(probes.load("allreduce").render_text(doc["allreduce"]), nl=False)
+
+
+def nccl_result(run: NcclRun, min_bytes: int, fmt: str) -> None:
+    """An all_reduce_perf log: its rows, and the peak busbw at large sizes apart from the average."""
+    from envtool import nccl
+
+    doc = nccl.summary(run, min_bytes)
+    if fmt == "json":
+        _json(doc)
+        return
+    click.echo(nccl.format_run(run), nl=False)
+    peak = doc["peak_busbw"]
+    where = f"sizes >= {_size(min_bytes)}"
+    click.echo(f"ranks: {run.nranks or '?'}   NCCL: {run.nccl_version or '?'}")
+    click.echo(f"peak busbw at {where}: " + (f"{peak:.2f} GB/s" if peak is not None else
+                                            "no rows that large"))
+    if run.avg_busbw is not None:
+        click.echo(f"the tool's average over all sizes (understates the link): "
+                   f"{run.avg_busbw:g} GB/s")
+
+
+def _size(n: int) -> str:
+    for unit, factor in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)

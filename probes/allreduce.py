@@ -213,7 +213,7 @@ def worker(args: Any) -> int:
 
 def _document(args: Any, backend: str, nranks: int, rows: List[Dict[str, Any]],
               devices: List[Any], torch: Any) -> Dict[str, Any]:
-    busbws = [r["oop"]["busbw"] for r in rows]
+    busbws = [r[k]["busbw"] for r in rows for k in ("oop", "ip")]  # nccl-tests' own average
     return {
         "schema": SCHEMA, "backend": backend, "nranks": nranks, "torch": str(torch.__version__),
         "params": {"minbytes": args.minbytes, "maxbytes": args.maxbytes,
