@@ -144,7 +144,7 @@ def probe_result(doc: dict[str, Any], fmt: str) -> None:
 
 
 def nccl_result(run: NcclRun, min_bytes: int, fmt: str) -> None:
-    """An all_reduce_perf log: its rows, and the peak busbw at large sizes apart from the average."""
+    """An all_reduce_perf log: its rows, and the peak busbw at large sizes beside the average."""
     from envtool import nccl
 
     doc = nccl.summary(run, min_bytes)
