@@ -38,7 +38,7 @@ def _last_line(text: str) -> str:
 def run(
     argv: Sequence[str],
     *,
-    input: str | None = None,
+    input: str | bytes | None = None,
     timeout: float | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
@@ -55,29 +55,34 @@ def run(
             stderr=subprocess.PIPE,
             env=full_env,
             cwd=cwd,
-            text=True,
             start_new_session=True,
         )
     except OSError as exc:
         raise ProcessError(f"cannot run {args[0]}: {exc.strerror}") from None
     try:
-        out, err = proc.communicate(input=input, timeout=timeout)
+        data = input.encode() if isinstance(input, str) else input
+        raw_out, raw_err = proc.communicate(input=data, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        out, err = proc.communicate()
-        result = Result(args, -9, out, err)
+        raw_out, raw_err = proc.communicate()
+        result = Result(args, -9, _text(raw_out), _text(raw_err))
         raise ProcessError(f"{args[0]} timed out after {timeout:g} s", result) from None
     except BaseException:
         _kill_group(proc)
         proc.wait()
         raise
-    result = Result(args, proc.returncode, out, err)
+    result = Result(args, proc.returncode, _text(raw_out), _text(raw_err))
     if check and proc.returncode != 0:
-        detail = _last_line(err) or _last_line(out) or "no output"
+        detail = _last_line(result.stderr) or _last_line(result.stdout) or "no output"
         raise ProcessError(f"{args[0]} exited {proc.returncode}: {detail}", result)
     return result
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
+def _text(data: bytes | None) -> str:
+    """Decode a process's output; bytes that are not UTF-8 become U+FFFD, never an exception."""
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
