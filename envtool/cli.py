@@ -148,8 +148,9 @@ def install(
 
 def _register() -> None:
     from envtool.cli_node import COMMANDS
+    from envtool.cli_verify import verify
 
-    for command in COMMANDS:
+    for command in (*COMMANDS, verify):
         cli.add_command(command)
 
 

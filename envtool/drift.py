@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
+from dataclasses import replace
 
 from envtool.models import Environment, Finding, Package
 
@@ -130,3 +132,60 @@ def worst(findings: Iterable[Finding]) -> str | None:
     order = {ERROR: 0, WARNING: 1, INFO: 2}
     ranked = sorted((f.severity for f in findings), key=lambda s: order.get(s, 3))
     return ranked[0] if ranked else None
+
+
+def against_lock(lock: Environment, envs: dict[str, Environment]) -> list[Finding]:
+    """Each host's packages against the lock (the reference), tagged with the host."""
+    out = []
+    for host, env in envs.items():
+        for f in diff(lock, env):
+            out.append(
+                replace(
+                    f,
+                    hint=f.hint.replace(f" in {env.source}", ""),
+                    actual=f.actual.replace(f" in {env.source}", ""),
+                    hosts=(host,),
+                )
+            )
+    return out
+
+
+def against_majority(envs: dict[str, Environment], lock: Environment | None) -> list[Finding]:
+    """Where the lock is silent: a host whose package differs from what most hosts have."""
+    if len(envs) < 2:
+        return []
+    locked = set(_by_key(lock.packages)) if lock is not None else set()
+    labels: dict[str, dict[str, str]] = {}
+    for host, env in envs.items():
+        for key, group in _by_key(env.packages).items():
+            if key not in locked:
+                labels.setdefault(key, {})[host] = _effective(group).label()
+    out = []
+    for key, per_host in sorted(labels.items()):
+        values = [per_host.get(h, "absent") for h in envs]
+        common, count = Counter(values).most_common(1)[0]
+        if count == len(values):
+            continue
+        for host in envs:
+            mine = per_host.get(host, "absent")
+            if mine != common:
+                out.append(
+                    Finding(
+                        "differs-from-majority",
+                        WARNING,
+                        key,
+                        common,
+                        mine,
+                        f"make {key} match the other nodes",
+                        (host,),
+                    )
+                )
+    return out
+
+
+def fold(findings: Iterable[Finding]) -> list[Finding]:
+    """Merge findings that differ only by host into one (like clush -b)."""
+    merged: dict[Finding, list[str]] = {}
+    for f in findings:
+        merged.setdefault(replace(f, hosts=()), []).extend(f.hosts)
+    return [replace(f, hosts=tuple(sorted(set(hosts)))) for f, hosts in merged.items()]

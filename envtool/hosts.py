@@ -135,7 +135,9 @@ def parse_text(text: str, source: str) -> list[Host]:
         origin = f"{source}:{number}"
         for host in parse_line(line, origin):
             if host.target in seen:
-                raise InputError(f"{origin}: host {host.target} already listed at {seen[host.target]}")
+                raise InputError(
+                    f"{origin}: host {host.target} already listed at {seen[host.target]}"
+                )
             seen[host.target] = origin
             hosts.append(host)
     if not hosts:
@@ -149,8 +151,10 @@ def resolve(spec: str | None, environ: dict[str, str] | None = None) -> list[Hos
     if spec is None:
         nodelist = env.get("SLURM_JOB_NODELIST")
         if not nodelist:
-            raise InputError("no hosts: give --hosts FILE|NODESET|- (or run inside a Slurm "
-                             "allocation, which sets SLURM_JOB_NODELIST)")
+            raise InputError(
+                "no hosts: give --hosts FILE|NODESET|- (or run inside a Slurm "
+                "allocation, which sets SLURM_JOB_NODELIST)"
+            )
         return parse_text(nodelist, "SLURM_JOB_NODELIST")
     if spec == "-":
         return parse_text(sys.stdin.read(), "<stdin>")

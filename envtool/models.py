@@ -95,3 +95,58 @@ class Finding:
     actual: str
     hint: str = ""
     hosts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Device:
+    """One GPU as torch sees it."""
+
+    index: int
+    name: str
+    capability: str = ""
+    total_memory: int = 0
+    uuid: str = ""
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What gpu_facts.py reported, validated."""
+
+    hostname: str = ""
+    python: str = ""
+    torch: str | None = None
+    cuda: str | None = None
+    cuda_available: bool = False
+    device_count: int = 0
+    devices: tuple[Device, ...] = ()
+    driver: str | None = None
+    cudnn: str | None = None
+    nccl: str | None = None
+    glibc: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AllReduceSummary:
+    """The part of an all-reduce run the checks need."""
+
+    backend: str
+    nranks: int
+    peak_busbw: float | None  # best busbw over the largest sizes run
+    wrong_total: int
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class HostReport:
+    """Everything known about one host after the fan-out."""
+
+    host: str
+    ok: bool
+    error: str = ""
+    env: Environment | None = None
+    facts: NodeFacts | None = None
+    allreduce: AllReduceSummary | None = None
+    seconds: float = 0.0
+    problems: tuple[str, ...] = ()  # parts of the node document that failed or were garbage

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
+import io
 import json
 import os
 import sys
+import tarfile
 from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from envtool import proc
+from envtool import envread, proc
 from envtool.errors import EnvtoolError, InputError, ProblemFound
+from envtool.models import AllReduceSummary, Device, HostReport, NodeFacts
 
 MAX_OUTPUT = 64 * 1024 * 1024  # a probe document larger than this is not believed
 PROBE_SCHEMA = "envtool.probe/1"
 FACTS_SCHEMA = "envtool.gpu-facts/1"
 ALLREDUCE_SCHEMA = "envtool.allreduce/1"
 EXPORT_SCHEMA = "envtool.export/1"
+NODE_SCHEMA = "envtool.node/1"
 
 
 def probes_dir() -> Path:
@@ -110,3 +115,138 @@ def probe_ok(doc: dict[str, Any]) -> bool:
     """False when the all-reduce failed or counted wrong elements."""
     ar = doc.get("allreduce")
     return ar is None or (not ar.get("error") and not ar.get("wrong_total"))
+
+
+@cache
+def bundle() -> bytes:
+    """``probes/*.py`` as a gzipped tar, byte-for-byte reproducible (sent on ssh's stdin)."""
+    buf = io.BytesIO()
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
+        for path in sorted(probes_dir().glob("*.py")):
+            data = path.read_bytes()
+            info = tarfile.TarInfo(path.name)
+            info.size, info.mode, info.mtime = len(data), 0o600, 0
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _opt_str(doc: dict[str, Any], key: str) -> str | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise ValueError(f"'{key}' is {type(value).__name__}, expected a string")
+    return str(value)[:200]
+
+
+def _device(item: Any) -> Device:
+    if not isinstance(item, dict) or not isinstance(item.get("index"), int):
+        raise ValueError("a device entry is malformed")
+    memory = item.get("total_memory")
+    return Device(
+        item["index"],
+        _opt_str(item, "name") or "",
+        _opt_str(item, "capability") or "",
+        memory if isinstance(memory, int) else 0,
+        _opt_str(item, "uuid") or "",
+    )
+
+
+def parse_facts(doc: Any) -> NodeFacts:
+    """Validate gpu_facts.py's document into NodeFacts; ValueError on anything malformed."""
+    if not isinstance(doc, dict) or doc.get("schema") != FACTS_SCHEMA:
+        raise ValueError(
+            doc.get("error", "not a gpu-facts document")
+            if isinstance(doc, dict)
+            else "not a gpu-facts document"
+        )
+    devices, env, notes = doc.get("devices") or [], doc.get("env") or {}, doc.get("notes") or []
+    count = doc.get("device_count", 0)
+    if not (
+        isinstance(devices, list)
+        and isinstance(env, dict)
+        and isinstance(notes, list)
+        and isinstance(count, int)
+        and not isinstance(count, bool)
+    ):
+        raise ValueError("devices, env, notes or device_count have the wrong type")
+    return NodeFacts(
+        hostname=_opt_str(doc, "hostname") or "",
+        python=_opt_str(doc, "python") or "",
+        torch=_opt_str(doc, "torch"),
+        cuda=_opt_str(doc, "cuda"),
+        cuda_available=doc.get("cuda_available") is True,
+        device_count=count,
+        devices=tuple(_device(d) for d in devices[:64]),
+        driver=_opt_str(doc, "driver"),
+        cudnn=_opt_str(doc, "cudnn"),
+        nccl=_opt_str(doc, "nccl"),
+        glibc=_opt_str(doc, "glibc"),
+        env=tuple(sorted((str(k)[:100], str(v)[:500]) for k, v in list(env.items())[:200])),
+        notes=tuple(str(n)[:300] for n in notes[:20]),
+    )
+
+
+def parse_allreduce(doc: Any) -> AllReduceSummary:
+    """The all-reduce document reduced to what the checks use."""
+    if not isinstance(doc, dict):
+        raise ValueError("not an all-reduce document")
+    if doc.get("error") or doc.get("schema") != ALLREDUCE_SCHEMA:
+        return AllReduceSummary(
+            str(doc.get("backend", "?")),
+            0,
+            None,
+            0,
+            str(doc.get("error") or "not an all-reduce document")[:300],
+        )
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ValueError("all-reduce rows are malformed")
+    sizes = [r["size"] for r in rows if isinstance(r.get("size"), int)]
+    floor = min(256 * 2**20, max(sizes)) if sizes else 0
+    busbws = [
+        float(r[k]["busbw"])
+        for r in rows
+        if r.get("size", 0) >= floor
+        for k in ("oop", "ip")
+        if isinstance(r.get(k), dict)
+    ]
+    wrong = doc.get("wrong_total", 0)
+    return AllReduceSummary(
+        str(doc.get("backend", "?")),
+        int(doc.get("nranks", 0)),
+        max(busbws) if busbws else None,
+        wrong if isinstance(wrong, int) else 1,
+    )
+
+
+def _part(report: dict[str, Any], problems: list[str], key: str, parse: Any) -> Any:
+    value = report.get(key)
+    if value is None:
+        return None
+    if isinstance(value, dict) and set(value) == {"error"}:
+        problems.append(f"{key}: {str(value['error'])[:300]}")
+        return None
+    try:
+        return parse(value)
+    except (ValueError, TypeError, KeyError, InputError) as exc:
+        problems.append(f"{key}: malformed ({str(exc)[:200]})")
+        return None
+
+
+def host_report(host: str, ok: bool, stdout: str, error: str, seconds: float) -> HostReport:
+    """A node's answer (untrusted) validated into a HostReport; garbage becomes a problem."""
+    if not ok:
+        return HostReport(host, False, error=error, seconds=seconds)
+    try:
+        doc = parse_document(stdout, host, NODE_SCHEMA)
+    except ProblemFound as exc:
+        return HostReport(host, False, error=str(exc).removeprefix(f"{host}: "), seconds=seconds)
+    problems: list[str] = []
+    env = _part(doc, problems, "export", lambda d: envread.from_export_json(d, host))
+    facts = _part(doc, problems, "facts", parse_facts)
+    allreduce = _part(doc, problems, "allreduce", parse_allreduce)
+    return HostReport(host, True, "", env, facts, allreduce, seconds, tuple(problems))

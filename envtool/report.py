@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from envtool.install import InstallResult
 from envtool.lock import CheckResult, LockResult
-from envtool.models import Environment, Finding
+from envtool import drift
+from envtool.models import Environment, Finding, HostReport
 
 if TYPE_CHECKING:
     from envtool.nccl import NcclRun
+    from envtool.verify import VerifyResult
 
 
 def error(message: str) -> None:
@@ -155,11 +158,14 @@ def nccl_result(run: NcclRun, min_bytes: int, fmt: str) -> None:
     peak = doc["peak_busbw"]
     where = f"sizes >= {_size(min_bytes)}"
     click.echo(f"ranks: {run.nranks or '?'}   NCCL: {run.nccl_version or '?'}")
-    click.echo(f"peak busbw at {where}: " + (f"{peak:.2f} GB/s" if peak is not None else
-                                            "no rows that large"))
+    click.echo(
+        f"peak busbw at {where}: "
+        + (f"{peak:.2f} GB/s" if peak is not None else "no rows that large")
+    )
     if run.avg_busbw is not None:
-        click.echo(f"the tool's average over all sizes (understates the link): "
-                   f"{run.avg_busbw:g} GB/s")
+        click.echo(
+            f"the tool's average over all sizes (understates the link): {run.avg_busbw:g} GB/s"
+        )
 
 
 def _size(n: int) -> str:
@@ -167,3 +173,134 @@ def _size(n: int) -> str:
         if n >= factor and n % factor == 0:
             return f"{n // factor}{unit}"
     return str(n)
+
+
+def _host_dict(r: HostReport) -> dict[str, Any]:
+    facts = r.facts
+    return {
+        "host": r.host,
+        "ok": r.ok,
+        "error": r.error or None,
+        "seconds": round(r.seconds, 3),
+        "problems": list(r.problems),
+        "packages": len(r.env.packages) if r.env else None,
+        "facts": None
+        if facts is None
+        else {
+            "hostname": facts.hostname,
+            "python": facts.python,
+            "torch": facts.torch,
+            "cuda": facts.cuda,
+            "cuda_available": facts.cuda_available,
+            "device_count": facts.device_count,
+            "devices": [d.name for d in facts.devices],
+            "driver": facts.driver,
+            "cudnn": facts.cudnn,
+            "nccl": facts.nccl,
+            "env": dict(facts.env),
+            "notes": list(facts.notes),
+        },
+        "allreduce": None
+        if r.allreduce is None
+        else {
+            "backend": r.allreduce.backend,
+            "nranks": r.allreduce.nranks,
+            "peak_busbw": r.allreduce.peak_busbw,
+            "wrong_total": r.allreduce.wrong_total,
+            "error": r.allreduce.error or None,
+        },
+    }
+
+
+def verify_document(result: VerifyResult) -> dict[str, Any]:
+    """The versioned JSON report (schema envtool.verify/1, documented in docs/report-schema.md)."""
+    worst = drift.worst(result.findings)
+    return {
+        "schema": "envtool.verify/1",
+        "lockfile": result.lock_path or None,
+        "seconds": round(result.seconds, 3),
+        "ok": worst != "error",
+        "hosts": [_host_dict(r) for r in result.reports],
+        "findings": [finding_dict(f) for f in result.findings],
+    }
+
+
+def _nodeset(hosts: tuple[str, ...]) -> str:
+    from ClusterShell.NodeSet import NodeSet
+
+    try:
+        return str(NodeSet.fromlist(list(hosts)))
+    except Exception:  # names NodeSet cannot fold (user@host) are listed as they are
+        return ",".join(hosts)
+
+
+def _verify_rows(result: VerifyResult) -> list[list[str]]:
+    order = {"error": 0, "warning": 1, "info": 2}
+    findings = sorted(result.findings, key=lambda f: (order.get(f.severity, 3), f.kind, f.subject))
+    return [
+        [_nodeset(f.hosts), f.severity, f.kind, f.subject, f.expected, f.actual, f.hint]
+        for f in findings
+    ]
+
+
+def _render(result: VerifyResult, fmt: str) -> str:
+    from envtool import junit
+
+    if fmt == "json":
+        return json.dumps(verify_document(result), indent=2, sort_keys=True) + "\n"
+    return junit.render(result.reports, result.findings, result.seconds)
+
+
+def verify_result(result: VerifyResult, fmt: str, output: Path | None) -> None:
+    """The verify report: a folded table, JSON or JUnit, to stdout or ``--output``."""
+    from envtool import yamlio
+
+    ok = sum(1 for r in result.reports if r.ok)
+    summary = (
+        f"{len(result.reports)} hosts, {ok} answered, {len(result.findings)} findings "
+        f"in {result.seconds:.1f} s"
+    )
+    if fmt != "table":
+        text = _render(result, fmt)
+        if output is not None:
+            yamlio.write_atomic(output, text)
+            click.echo(f"{summary}; wrote {output}", err=True)
+        else:
+            click.echo(text, nl=False)
+        return
+    if not result.findings:
+        click.echo(f"all good: {summary}")
+        return
+    _table(
+        summary,
+        ["hosts", "severity", "kind", "subject", "expected", "actual", "fix"],
+        _verify_rows(result),
+    )
+
+
+class Progress:
+    """A progress bar on stderr while hosts answer; silent when stderr is not a terminal."""
+
+    def __init__(self, total: int) -> None:
+        import sys
+
+        self._bar: Any = None
+        if sys.stderr.isatty() and total > 1:
+            from rich.progress import Progress as RichProgress
+
+            self._bar = RichProgress(transient=True)
+            self._task = self._bar.add_task("probing hosts", total=total)
+
+    def __enter__(self) -> Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def done(self, _: object) -> None:
+        """One host answered."""
+        if self._bar is not None:
+            self._bar.advance(self._task)

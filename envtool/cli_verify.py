@@ -1,0 +1,151 @@
+"""``envtool verify``: the cluster check (registered by cli)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from envtool.errors import EXIT_OK, EXIT_PROBLEMS
+
+PathArg = click.Path(path_type=Path)
+
+
+def _env_name(lock_path: Path | None) -> str:
+    """The env name the nodes' conda env dirs are searched for: environment.yml's ``name``."""
+    from envtool import lockfile, spec
+    from envtool.errors import InputError
+
+    if lock_path is None or not lock_path.is_file():
+        return ""
+    for source in lockfile.read(lock_path).metadata.sources:
+        candidate = lock_path.parent / source
+        if candidate.is_file():
+            try:
+                return spec.read_env(candidate).name
+            except InputError:
+                return ""
+    return ""
+
+
+@click.command()
+@click.option(
+    "--hosts",
+    "hosts_spec",
+    metavar="FILE|NODESET|-",
+    help="Hosts file, node set (gpu[01-16]) or - for stdin; default: SLURM_JOB_NODELIST.",
+)
+@click.option("--lockfile", type=PathArg, default=Path("conda-lock.yml"), show_default=True)
+@click.option("--no-lock", is_flag=True, help="Compare nodes with each other only.")
+@click.option("--platform", default="linux-64", show_default=True)
+@click.option(
+    "--transport", type=click.Choice(["ssh", "local", "docker"]), default="ssh", show_default=True
+)
+@click.option("--image", help="--transport docker: run the probes in a new container of IMAGE.")
+@click.option("--container", help="--transport docker: run the probes in a running container.")
+@click.option("--fanout", type=int, default=64, show_default=True, help="Hosts probed at once.")
+@click.option(
+    "--timeout", type=float, default=120.0, show_default=True, help="Per-host deadline in seconds."
+)
+@click.option("--connect-timeout", type=float, default=10.0, show_default=True)
+@click.option("-F", "--ssh-config", type=PathArg, help="ssh configuration file.")
+@click.option("--ssh-option", multiple=True, metavar="KEY=VALUE", help="Extra ssh -o option.")
+@click.option(
+    "--insecure-no-host-key-check",
+    is_flag=True,
+    help="Disable ssh host-key checking (never the default).",
+)
+@click.option(
+    "--prefix",
+    help="The environment's prefix on the nodes (default: the lock's env "
+    "name under the usual conda env dirs, else $CONDA_PREFIX).",
+)
+@click.option(
+    "--allreduce", type=click.Choice(["off", "node", "cluster"]), default="off", show_default=True
+)
+@click.option(
+    "--allreduce-args",
+    default="-b 8 -e 32M -f 4 -n 10 -w 2",
+    show_default=True,
+    help="all_reduce_perf-style flags for the all-reduce probe.",
+)
+@click.option("--min-gpus", type=int, default=1, show_default=True)
+@click.option("--min-busbw", type=float, help="Fail nodes whose all-reduce busbw (GB/s) is lower.")
+@click.option("--baseline", type=PathArg, help="Earlier verify JSON report or nccl-tests log.")
+@click.option(
+    "--tolerance",
+    type=float,
+    default=0.10,
+    show_default=True,
+    help="Allowed busbw shortfall against --baseline.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "junit"]),
+    default="table",
+    show_default=True,
+)
+@click.option("--output", type=PathArg, help="Write the report here instead of stdout.")
+def verify(
+    hosts_spec: str | None,
+    lockfile: Path,
+    no_lock: bool,
+    platform: str,
+    transport: str,
+    image: str | None,
+    container: str | None,
+    fanout: int,
+    timeout: float,
+    connect_timeout: float,
+    ssh_config: Path | None,
+    ssh_option: tuple[str, ...],
+    insecure_no_host_key_check: bool,
+    prefix: str | None,
+    allreduce: str,
+    allreduce_args: str,
+    min_gpus: int,
+    min_busbw: float | None,
+    baseline: Path | None,
+    tolerance: float,
+    fmt: str,
+    output: Path | None,
+) -> int:
+    """Probe every node in parallel and report drift from the lock and from each other."""
+    import shlex
+
+    from envtool import hosts, remote, report
+    from envtool import verify as verify_mod
+
+    lock_path = None if no_lock else lockfile
+    fan = remote.FanoutOptions(
+        transport=transport,
+        fanout=fanout,
+        connect_timeout=connect_timeout,
+        timeout=timeout,
+        ssh_config=ssh_config,
+        ssh_options=ssh_option,
+        strict_host_keys=not insecure_no_host_key_check,
+        prefix=prefix,
+        env_name=_env_name(lock_path),
+        docker_target=image or container or "",
+        docker_run=image is not None,
+    )
+    host_list = hosts.resolve(hosts_spec)
+    options = verify_mod.VerifyOptions(
+        tuple(host_list),
+        lock_path,
+        platform,
+        fan,
+        allreduce,
+        tuple(shlex.split(allreduce_args)),
+        min_gpus,
+        min_busbw,
+        baseline,
+        tolerance,
+    )
+    with report.Progress(len(host_list)) as progress:
+        result = verify_mod.verify(options, progress.done)
+    report.verify_result(result, fmt, output)
+    failed = any(f.severity == "error" for f in result.findings)
+    return EXIT_PROBLEMS if failed else EXIT_OK

@@ -1,0 +1,194 @@
+"""Fan-out: the probe bundle on many hosts at once, bounded and with per-host deadlines.
+
+Every transport reduces to one argv per host whose stdin receives the bundle (a gzipped tar
+of ``probes/``) and whose stdout is one JSON document. The node side is a short POSIX sh
+script: unpack into a private temp dir (removed on exit), pick the environment's python,
+run ``node.py`` under ``timeout``. Concurrency is a thread pool of ``proc.run`` calls: each
+thread waits on one ssh process, so the pool is bounded by ``--fanout`` like clush's.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from envtool import proc
+from envtool.errors import InputError
+from envtool.hosts import Host
+
+TRANSPORTS = ("ssh", "local", "docker")
+# Conda's usual env dirs, searched on the node for the env named in environment.yml.
+ENV_DIRS = (
+    "$HOME/miniforge3/envs",
+    "$HOME/mambaforge/envs",
+    "$HOME/miniconda3/envs",
+    "$HOME/anaconda3/envs",
+    "$HOME/.conda/envs",
+    "/opt/conda/envs",
+    "/opt/miniforge3/envs",
+)
+
+
+@dataclass(frozen=True)
+class FanoutOptions:
+    """How to reach the hosts and how long to wait."""
+
+    transport: str = "ssh"
+    fanout: int = 64
+    connect_timeout: float = 10.0
+    timeout: float = 120.0
+    ssh_config: Path | None = None
+    ssh_options: tuple[str, ...] = ()
+    strict_host_keys: bool = True
+    prefix: str | None = None  # the env prefix on the nodes; None: search by env_name
+    env_name: str = ""
+    node_args: tuple[str, ...] = ()  # passed to node.py
+    docker_target: str = ""  # container name (docker exec) or image (docker run)
+    docker_run: bool = False
+
+
+@dataclass(frozen=True)
+class HostResult:
+    """What one host gave back."""
+
+    host: Host
+    ok: bool
+    stdout: str = ""
+    error: str = ""
+    seconds: float = 0.0
+    returncode: int = 0
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def _python_choice(options: FanoutOptions) -> str:
+    """sh that sets $py to the environment's interpreter on the node."""
+    if options.prefix:
+        return f"py={shlex.quote(options.prefix.rstrip('/') + '/bin/python')}"
+    candidates = []
+    if options.env_name:
+        candidates = [f'"{d}/{options.env_name}/bin/python"' for d in ENV_DIRS]
+    candidates.append('"${CONDA_PREFIX:-/nonexistent}/bin/python"')
+    loop = " ".join(candidates)
+    return (
+        f'py=; for c in {loop}; do if [ -x "$c" ]; then py=$c; break; fi; done; '
+        '[ -n "$py" ] || py=$(command -v python3 || command -v python)'
+    )
+
+
+def node_script(options: FanoutOptions) -> str:
+    """The POSIX sh the node runs: bundle from stdin → temp dir → node.py → cleanup."""
+    limit = max(1, int(options.timeout))
+    args = " ".join(shlex.quote(a) for a in options.node_args)
+    return (
+        "umask 077; "
+        'd=$(mktemp -d "${TMPDIR:-/tmp}/envtool.XXXXXXXX") || exit 97; '
+        "trap 'rm -rf \"$d\"' EXIT HUP INT TERM; "
+        'tar -xzf - -C "$d" || exit 98; '
+        f"{_python_choice(options)}; "
+        '[ -n "$py" ] || { echo "envtool: no python on this node" >&2; exit 99; }; '
+        f'if command -v timeout >/dev/null 2>&1; then t="timeout -k 5 {limit}"; else t=; fi; '
+        'p=$(cd "$(dirname "$py")/.." && pwd); '
+        f'$t "$py" "$d/node.py" --prefix "$p" {args}'
+    )
+
+
+def _ssh_argv(host: Host, options: FanoutOptions, script: str) -> list[str]:
+    argv = [
+        "ssh",
+        "-oBatchMode=yes",
+        "-oForwardAgent=no",
+        "-oForwardX11=no",
+        f"-oConnectTimeout={max(1, int(options.connect_timeout))}",
+    ]
+    if not options.strict_host_keys:  # an explicit, documented opt-out only
+        argv += ["-oStrictHostKeyChecking=no", "-oUserKnownHostsFile=/dev/null"]
+    if options.ssh_config is not None:
+        argv += ["-F", str(options.ssh_config)]
+    if host.port:
+        argv += ["-p", str(host.port)]
+    for opt in options.ssh_options:
+        argv.append(f"-o{opt}")
+    return [*argv, "--", host.target, script]
+
+
+def argv_for(host: Host, options: FanoutOptions) -> list[str]:
+    """The command that runs the bundle on ``host`` through the chosen transport."""
+    script = node_script(options)
+    if options.transport == "ssh":
+        return _ssh_argv(host, options, script)
+    if options.transport == "local":
+        return ["sh", "-c", script]
+    if options.transport == "docker":
+        if not options.docker_target:
+            raise InputError("--transport docker needs --image IMAGE or --container NAME")
+        if options.docker_run:
+            return [
+                "docker",
+                "run",
+                "--rm",
+                "-i",
+                "--network",
+                "none",
+                "--entrypoint",
+                "sh",
+                options.docker_target,
+                "-c",
+                script,
+            ]
+        return ["docker", "exec", "-i", options.docker_target, "sh", "-c", script]
+    raise InputError(f"unknown transport {options.transport!r} (known: {', '.join(TRANSPORTS)})")
+
+
+def _one(host: Host, options: FanoutOptions, bundle: bytes) -> HostResult:
+    start = time.monotonic()
+    deadline = options.timeout + options.connect_timeout + 5.0
+    try:
+        result = proc.run(argv_for(host, options), input=bundle, timeout=deadline, check=False)
+    except proc.ProcessError as exc:
+        out = exc.result
+        return HostResult(
+            host, False, out.stdout if out else "", str(exc), time.monotonic() - start, -9
+        )
+    seconds = time.monotonic() - start
+    if result.returncode != 0:
+        return HostResult(host, False, result.stdout, _failure(result), seconds, result.returncode)
+    return HostResult(host, True, result.stdout, "", seconds)
+
+
+def _failure(result: proc.Result) -> str:
+    lines = [ln.strip() for ln in result.stderr.splitlines() if ln.strip()]
+    why = lines[-1] if lines else "no message"
+    known = {
+        255: "ssh failed",
+        124: "timed out on the node",
+        137: "killed on the node",
+        97: "cannot create a temp dir",
+        98: "cannot unpack the probe bundle",
+        99: "no python",
+    }
+    label = known.get(result.returncode, f"exited {result.returncode}")
+    return f"{label}: {why[:300]}"
+
+
+def run_all(
+    hosts: Sequence[Host],
+    options: FanoutOptions,
+    bundle: bytes,
+    on_done: Callable[[HostResult], None] | None = None,
+) -> list[HostResult]:
+    """Run the bundle on every host, ``fanout`` at a time; results in the hosts' order."""
+    if options.fanout < 1:
+        raise InputError("--fanout must be at least 1")
+    results: dict[Host, HostResult] = {}
+    with ThreadPoolExecutor(max_workers=min(options.fanout, max(1, len(hosts)))) as pool:
+        futures = {pool.submit(_one, h, options, bundle): h for h in hosts}
+        for future in as_completed(futures):
+            res = future.result()
+            results[futures[future]] = res
+            if on_done is not None:
+                on_done(res)
+    return [results[h] for h in hosts]

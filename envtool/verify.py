@@ -1,0 +1,154 @@
+"""``envtool verify``: probe every host, then decide (pure) what differs, then report."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from envtool import drift, envread, gpuchecks, lockfile, probes, remote, yamlio
+from envtool.errors import InputError
+from envtool.hosts import Host
+from envtool.models import Environment, Finding, HostReport
+
+ALLREDUCE_MODES = ("off", "node", "cluster")
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """What ``envtool verify`` was asked to do."""
+
+    hosts: tuple[Host, ...]
+    lock_path: Path | None
+    platform: str = "linux-64"
+    fanout: remote.FanoutOptions = field(default_factory=remote.FanoutOptions)
+    allreduce: str = "off"
+    allreduce_args: tuple[str, ...] = ()
+    min_gpus: int = 1
+    min_busbw: float | None = None
+    baseline: Path | None = None
+    tolerance: float = 0.10
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """The reports of every host and the findings over them."""
+
+    reports: tuple[HostReport, ...]
+    findings: tuple[Finding, ...]
+    lock_path: str
+    seconds: float
+
+
+def locked_cuda(lock: Environment | None) -> str | None:
+    """The CUDA major.minor the lock pins (cudatoolkit or cuda-version), if any."""
+    if lock is None:
+        return None
+    for pkg in lock.packages:
+        if pkg.name in ("cudatoolkit", "cuda-version"):
+            return ".".join(pkg.version.split(".")[:2])
+    return None
+
+
+def baseline_busbw(path: Path) -> float:
+    """The peak busbw of an earlier envtool JSON report, or of an nccl-tests log."""
+    from envtool import nccl
+
+    text = yamlio.read_text(path, "baseline")
+    if text.lstrip().startswith("{"):
+        try:
+            doc = json.loads(text)
+            values = [
+                h["allreduce"]["peak_busbw"]
+                for h in doc["hosts"]
+                if (h.get("allreduce") or {}).get("peak_busbw") is not None
+            ]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise InputError(f"{path}: not an envtool verify JSON report") from None
+        if not values:
+            raise InputError(f"{path}: the report holds no all-reduce result")
+        return float(max(values))
+    run = nccl.parse(text, str(path))
+    peak = nccl.peak_busbw(run, min_bytes=0)
+    if peak is None:
+        raise InputError(f"{path}: no rows to take a baseline from")
+    return peak
+
+
+def _node_args(options: VerifyOptions) -> tuple[str, ...]:
+    if options.allreduce == "node":
+        return ("--allreduce", *options.allreduce_args)
+    return ()
+
+
+def decide(
+    reports: list[HostReport], lock: Environment | None, options: VerifyOptions
+) -> list[Finding]:
+    """Every finding over the hosts' reports (pure)."""
+    findings: list[Finding] = []
+    for r in reports:
+        if not r.ok:
+            findings.append(
+                Finding(
+                    "unreachable",
+                    "error",
+                    "host",
+                    "answers",
+                    r.error,
+                    "check ssh access, the node and --timeout",
+                    (r.host,),
+                )
+            )
+        for problem in r.problems:
+            part = problem.split(":", 1)[0]
+            findings.append(
+                Finding(
+                    "probe-failed",
+                    "error",
+                    part,
+                    "a valid result",
+                    problem,
+                    "run the probe on the node by hand (envtool probe)",
+                    (r.host,),
+                )
+            )
+    envs = {r.host: r.env for r in reports if r.env is not None}
+    if lock is not None:
+        findings += drift.against_lock(lock, envs)
+    findings += drift.against_majority(envs, lock)
+    policy = gpuchecks.GpuPolicy(
+        options.min_gpus,
+        locked_cuda(lock),
+        options.min_busbw,
+        baseline_busbw(options.baseline) if options.baseline else None,
+        options.tolerance,
+    )
+    findings += gpuchecks.check(reports, policy)
+    return drift.fold(findings)
+
+
+def verify(
+    options: VerifyOptions, on_done: Callable[[remote.HostResult], None] | None = None
+) -> VerifyResult:
+    """Fan the probes out, validate every answer, and compute the findings."""
+    start = time.monotonic()
+    if options.allreduce not in ALLREDUCE_MODES:
+        raise InputError(f"--allreduce {options.allreduce!r}: use off, node or cluster")
+    lock = None
+    if options.lock_path is not None:
+        lock = envread.from_lock(
+            lockfile.read(options.lock_path), str(options.lock_path), options.platform
+        )
+    if options.baseline is not None:
+        baseline_busbw(options.baseline)  # bad input is reported before anything starts
+    fan = replace(options.fanout, node_args=_node_args(options))
+    results = remote.run_all(options.hosts, fan, probes.bundle(), on_done)
+    reports = [
+        probes.host_report(r.host.target, r.ok, r.stdout, r.error, r.seconds) for r in results
+    ]
+    findings = decide(reports, lock, options)
+    return VerifyResult(
+        tuple(reports), tuple(findings), str(options.lock_path or ""), time.monotonic() - start
+    )
