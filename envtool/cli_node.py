@@ -1,4 +1,4 @@
-"""The node-side commands: ``export``, ``probe``, ``diff`` and ``nccl-tests`` (registered by cli)."""
+"""The node-side commands: ``export``, ``probe``, ``diff``, ``nccl-tests`` (added by cli)."""
 
 from __future__ import annotations
 

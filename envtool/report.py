@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from envtool import drift
 from envtool.install import InstallResult
 from envtool.lock import CheckResult, LockResult
-from envtool import drift
 from envtool.models import Environment, Finding, HostReport
 
 if TYPE_CHECKING:

@@ -20,6 +20,7 @@ send buffer itself.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -30,7 +31,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 SCHEMA = "envtool.allreduce/1"
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
@@ -40,7 +41,9 @@ HEADER = [
     "#" + " " * 62 + "out-of-place" + " " * 23 + "in-place" + " " * 10,
     "#       size         count      type   redop    root     time   algbw   busbw #wrong"
     "     time   algbw   busbw #wrong",
-    "#        (B)    (elements)" + " " * 31 + "(us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"
+    "#        (B)    (elements)"
+    + " " * 31
+    + "(us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)"
     + " " * 7,
 ]
 
@@ -53,7 +56,7 @@ def parse_size(text: str) -> int:
     return int(match.group(1)) * _UNITS[match.group(2)]
 
 
-def sizes(begin: int, end: int, factor: int) -> List[int]:
+def sizes(begin: int, end: int, factor: int) -> list[int]:
     """The sweep: begin, begin*f, ... up to end, rounded down to whole float32 elements."""
     out, size = [], max(begin, ELEM)
     while size <= end:
@@ -84,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ---------------------------------------------------------------- worker side (one rank)
 
+
 def _fill(torch: Any, count: int, rank: int, device: Any) -> Any:
     idx = torch.arange(count, dtype=torch.int64, device=device)
     return ((idx % 97) + 1).to(torch.float32) * float(rank + 1)
@@ -109,8 +113,9 @@ def _timed(torch: Any, dist: Any, device: Any, step: Any, iters: int, warmup: in
     for _ in range(iters):
         step()
     _sync(torch, device)
-    elapsed = torch.tensor([(time.perf_counter() - start) / max(iters, 1)], dtype=torch.float64,
-                           device=device)
+    elapsed = torch.tensor(
+        [(time.perf_counter() - start) / max(iters, 1)], dtype=torch.float64, device=device
+    )
     dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
     return float(elapsed.item())
 
@@ -121,7 +126,7 @@ def _wrong(torch: Any, dist: Any, result: Any, expected: Any, device: Any) -> in
     return int(bad.item())
 
 
-def _gather_json(torch: Any, dist: Any, device: Any, obj: Dict[str, Any]) -> List[Any]:
+def _gather_json(torch: Any, dist: Any, device: Any, obj: dict[str, Any]) -> list[Any]:
     """all_gather of small JSON documents through a byte tensor (all_gather_object needs numpy)."""
     data = json.dumps(obj).encode()[:1024].ljust(1024, b" ")
     mine = torch.tensor(list(data), dtype=torch.uint8, device=device)
@@ -130,7 +135,7 @@ def _gather_json(torch: Any, dist: Any, device: Any, obj: Dict[str, Any]) -> Lis
     return [json.loads(bytes(p.cpu().tolist()).decode()) for p in parts]
 
 
-def _one_size(torch: Any, dist: Any, device: Any, size: int, args: Any) -> Dict[str, Any]:
+def _one_size(torch: Any, dist: Any, device: Any, size: int, args: Any) -> dict[str, Any]:
     nranks, rank = dist.get_world_size(), dist.get_rank()
     count = size // ELEM
     send = _fill(torch, count, rank, device)
@@ -149,29 +154,42 @@ def _one_size(torch: Any, dist: Any, device: Any, size: int, args: Any) -> Dict[
     buf.copy_(send)
     dist.all_reduce(buf)
     wrong_ip = _wrong(torch, dist, buf, expected, device)
-    return {"size": size, "count": count, "type": "float", "redop": "sum", "root": -1,
-            "oop": _figures(size, t_oop, nranks, wrong_oop),
-            "ip": _figures(size, t_ip, nranks, wrong_ip)}
+    return {
+        "size": size,
+        "count": count,
+        "type": "float",
+        "redop": "sum",
+        "root": -1,
+        "oop": _figures(size, t_oop, nranks, wrong_oop),
+        "ip": _figures(size, t_ip, nranks, wrong_ip),
+    }
 
 
-def _figures(size: int, seconds: float, nranks: int, wrong: int) -> Dict[str, Any]:
+def _figures(size: int, seconds: float, nranks: int, wrong: int) -> dict[str, Any]:
     algbw = size / seconds / 1e9 if seconds > 0 else 0.0
     busbw = algbw * 2 * (nranks - 1) / nranks if nranks > 1 else 0.0
     return {"time_us": seconds * 1e6, "algbw": algbw, "busbw": busbw, "wrong": wrong}
 
 
-def _device_line(torch: Any, dist: Any, device: Any) -> Dict[str, Any]:
+def _device_line(torch: Any, dist: Any, device: Any) -> dict[str, Any]:
     name, bus = "cpu", "cpu"
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         name = props.name
         bus = "0x%02x" % getattr(props, "pci_bus_id", 0)
-    return {"rank": dist.get_rank(), "host": socket.gethostname(), "pid": os.getpid(),
-            "device": device.index if device.index is not None else 0, "name": name, "bus": bus}
+    return {
+        "rank": dist.get_rank(),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "device": device.index if device.index is not None else 0,
+        "name": name,
+        "bus": bus,
+    }
 
 
 def _watchdog(deadline: float) -> None:
     """Leave at the deadline even if a collective hangs (a dead peer, a blocked port)."""
+
     def run() -> None:
         time.sleep(max(0.0, deadline - time.time()))
         sys.stderr.write("allreduce.py: worker past its deadline, exiting\n")
@@ -200,8 +218,10 @@ def worker(args: Any) -> int:
     dist.init_process_group(backend=backend)
     try:
         devices = _gather_json(torch, dist, device, _device_line(torch, dist, device))
-        rows = [_one_size(torch, dist, device, s, args)
-                for s in sizes(args.minbytes, args.maxbytes, args.stepfactor)]
+        rows = [
+            _one_size(torch, dist, device, s, args)
+            for s in sizes(args.minbytes, args.maxbytes, args.stepfactor)
+        ]
         if dist.get_rank() == 0 and args.out:
             doc = _document(args, backend, dist.get_world_size(), rows, devices, torch)
             with open(args.out, "w", encoding="utf-8") as fh:
@@ -211,21 +231,31 @@ def worker(args: Any) -> int:
     return 0
 
 
-def _document(args: Any, backend: str, nranks: int, rows: List[Dict[str, Any]],
-              devices: List[Any], torch: Any) -> Dict[str, Any]:
+def _document(
+    args: Any, backend: str, nranks: int, rows: list[dict[str, Any]], devices: list[Any], torch: Any
+) -> dict[str, Any]:
     busbws = [r[k]["busbw"] for r in rows for k in ("oop", "ip")]  # nccl-tests' own average
     return {
-        "schema": SCHEMA, "backend": backend, "nranks": nranks, "torch": str(torch.__version__),
-        "params": {"minbytes": args.minbytes, "maxbytes": args.maxbytes,
-                   "stepfactor": args.stepfactor, "iters": args.iters,
-                   "warmup_iters": args.warmup_iters},
-        "devices": devices, "rows": rows,
+        "schema": SCHEMA,
+        "backend": backend,
+        "nranks": nranks,
+        "torch": str(torch.__version__),
+        "params": {
+            "minbytes": args.minbytes,
+            "maxbytes": args.maxbytes,
+            "stepfactor": args.stepfactor,
+            "iters": args.iters,
+            "warmup_iters": args.warmup_iters,
+        },
+        "devices": devices,
+        "rows": rows,
         "wrong_total": sum(r["oop"]["wrong"] + r["ip"]["wrong"] for r in rows),
         "avg_busbw": sum(busbws) / len(busbws) if busbws else 0.0,
     }
 
 
 # ---------------------------------------------------------------- launcher side
+
 
 def _gpu_count() -> int:
     try:
@@ -236,31 +266,58 @@ def _gpu_count() -> int:
         return 0
 
 
-def _worker_argv(args: Any, out: str) -> List[str]:
-    return [os.path.abspath(__file__), "--worker", "--out", out,
-            "--deadline", repr(time.time() + args.timeout),
-            "-b", str(args.minbytes), "-e", str(args.maxbytes), "-f", str(args.stepfactor),
-            "-n", str(args.iters), "-w", str(args.warmup_iters), "--backend", args.backend]
+def _worker_argv(args: Any, out: str) -> list[str]:
+    return [
+        os.path.abspath(__file__),
+        "--worker",
+        "--out",
+        out,
+        "--deadline",
+        repr(time.time() + args.timeout),
+        "-b",
+        str(args.minbytes),
+        "-e",
+        str(args.maxbytes),
+        "-f",
+        str(args.stepfactor),
+        "-n",
+        str(args.iters),
+        "-w",
+        str(args.warmup_iters),
+        "--backend",
+        args.backend,
+    ]
 
 
-def launch(args: Any) -> Dict[str, Any]:
+def launch(args: Any) -> dict[str, Any]:
     """Run torchrun --standalone with a deadline; return rank 0's document or an error one."""
     gpus = _gpu_count()
     backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
     nproc = args.nproc or (gpus if backend == "nccl" else 2)
     fd, out = tempfile.mkstemp(prefix="envtool-allreduce-", suffix=".json")
     os.close(fd)
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            "--nproc-per-node", str(nproc)] + _worker_argv(args, out)
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        str(nproc),
+        *_worker_argv(args, out),
+    ]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         stdout, stderr = proc.communicate(timeout=args.timeout)
         with open(out, encoding="utf-8") as fh:
             text = fh.read()
         if proc.returncode != 0 or not text:
-            return _error(backend, nproc, "torchrun exited %d: %s" % (
-                proc.returncode, _failure(stderr + stdout)))
+            return _error(
+                backend,
+                nproc,
+                "torchrun exited %d: %s" % (proc.returncode, _failure(stderr + stdout)),
+            )
         return json.loads(text)
     except subprocess.TimeoutExpired:
         _stop(proc)
@@ -269,16 +326,14 @@ def launch(args: Any) -> Dict[str, Any]:
         os.unlink(out)
 
 
-def _stop(proc: "subprocess.Popen[str]") -> None:
+def _stop(proc: subprocess.Popen[str]) -> None:
     """SIGTERM torchrun (it stops its workers), then SIGKILL its group if it lingers."""
     proc.terminate()
     try:
         proc.communicate(timeout=10)
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
         proc.communicate()
 
 
@@ -291,7 +346,7 @@ def _failure(output: str) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _error(backend: str, nproc: int, message: str) -> Dict[str, Any]:
+def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
     return {"schema": SCHEMA, "backend": backend, "nranks": nproc, "rows": [], "error": message}
 
 
@@ -301,33 +356,56 @@ def _time(us: float) -> str:
     return "%7.1f" % us if us >= 100 else "%7.2f" % us
 
 
-def render_text(doc: Dict[str, Any]) -> str:
+def render_text(doc: dict[str, Any]) -> str:
     """The document in all_reduce_perf's text layout."""
     p = doc.get("params", {})
-    lines = ["# nThread 1 nGpus 1 minBytes %s maxBytes %s step: %s(factor) warmup iters: %s "
-             "iters: %s agg iters: 1 validation: 1 graph: 0" % (
-                 p.get("minbytes"), p.get("maxbytes"), p.get("stepfactor"),
-                 p.get("warmup_iters"), p.get("iters")), "#", "# Using devices"]
+    lines = [
+        "# nThread 1 nGpus 1 minBytes %s maxBytes %s step: %s(factor) warmup iters: %s "
+        "iters: %s agg iters: 1 validation: 1 graph: 0"
+        % (
+            p.get("minbytes"),
+            p.get("maxbytes"),
+            p.get("stepfactor"),
+            p.get("warmup_iters"),
+            p.get("iters"),
+        ),
+        "#",
+        "# Using devices",
+    ]
     for d in doc.get("devices", []):
-        lines.append("#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s" % (
-            d["rank"], d["pid"], d["host"], d["device"], d.get("bus", "-"), d["name"]))
-    lines += ["#"] + HEADER
+        lines.append(
+            "#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s"
+            % (d["rank"], d["pid"], d["host"], d["device"], d.get("bus", "-"), d["name"])
+        )
+    lines += ["#", *HEADER]
     for r in doc.get("rows", []):
-        line = "%12d  %12d  %8s  %6s  %6d" % (r["size"], r["count"], r["type"], r["redop"],
-                                              r["root"])
+        line = "%12d  %12d  %8s  %6s  %6d" % (
+            r["size"],
+            r["count"],
+            r["type"],
+            r["redop"],
+            r["root"],
+        )
         for part in (r["oop"], r["ip"]):
-            line += "  %7s  %6.2f  %6.2f  %5s" % (_time(part["time_us"]), part["algbw"],
-                                                  part["busbw"], part["wrong"])
+            line += "  %7s  %6.2f  %6.2f  %5s" % (
+                _time(part["time_us"]),
+                part["algbw"],
+                part["busbw"],
+                part["wrong"],
+            )
         lines.append(line)
     if doc.get("error"):
         lines.append("# error: %s" % doc["error"])
-    lines += ["# Out of bounds values : %d %s" % (doc.get("wrong_total", 0),
-                                                  "OK" if not doc.get("wrong_total") else "FAILED"),
-              "# Avg bus bandwidth    : %g" % doc.get("avg_busbw", 0.0), "#"]
+    lines += [
+        "# Out of bounds values : %d %s"
+        % (doc.get("wrong_total", 0), "OK" if not doc.get("wrong_total") else "FAILED"),
+        "# Avg bus bandwidth    : %g" % doc.get("avg_busbw", 0.0),
+        "#",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Launcher or worker, by ``--worker``."""
     args = build_parser().parse_args(argv)
     if args.worker:

@@ -16,17 +16,23 @@ import shutil
 import socket
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 SCHEMA = "envtool.gpu-facts/1"
 ENV_PREFIXES = ("NCCL_",)
-ENV_NAMES = ("CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE",
-             "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES")
+ENV_NAMES = (
+    "CUDA_VISIBLE_DEVICES",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",
+)
 # Values of these look like secrets whatever their name says: never collected.
 SECRET_HINTS = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "KEY", "CREDENTIAL")
 
 
-def collected_env(environ: Dict[str, str]) -> Dict[str, str]:
+def collected_env(environ: dict[str, str]) -> dict[str, str]:
     """The allow-listed variables that decide DDP behaviour (NCCL_*, CUDA_VISIBLE_DEVICES...)."""
     out = {}
     for name in sorted(environ):
@@ -36,7 +42,7 @@ def collected_env(environ: Dict[str, str]) -> Dict[str, str]:
     return out
 
 
-def driver_version(notes: List[str]) -> Optional[str]:
+def driver_version(notes: list[str]) -> str | None:
     """The NVIDIA driver version, from /proc or nvidia-smi; None when there is no driver."""
     try:
         with open("/proc/driver/nvidia/version", encoding="utf-8", errors="replace") as fh:
@@ -50,8 +56,13 @@ def driver_version(notes: List[str]) -> Optional[str]:
         notes.append("no NVIDIA driver: /proc/driver/nvidia/version and nvidia-smi are absent")
         return None
     try:
-        out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout
+        out = subprocess.run(
+            [smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        ).stdout
     except (OSError, subprocess.SubprocessError) as exc:
         notes.append("nvidia-smi failed: %s" % (str(exc).splitlines() or ["?"])[0])
         return None
@@ -59,13 +70,13 @@ def driver_version(notes: List[str]) -> Optional[str]:
     return first[0].strip() if first else None
 
 
-def glibc_version() -> Optional[str]:
+def glibc_version() -> str | None:
     """The C library's version (``2.36``), None when it is not glibc."""
     name, version = platform.libc_ver()
     return version if name == "glibc" and version else None
 
 
-def _nccl_version(torch: Any) -> Optional[str]:
+def _nccl_version(torch: Any) -> str | None:
     try:
         version = torch.cuda.nccl.version()
     except Exception:  # CPU builds have no NCCL; the call raises
@@ -78,7 +89,7 @@ def _nccl_version(torch: Any) -> Optional[str]:
     return "%d.%d.%d" % (code // 1000, (code % 1000) // 100, code % 100)
 
 
-def _device(torch: Any, index: int) -> Dict[str, Any]:
+def _device(torch: Any, index: int) -> dict[str, Any]:
     props = torch.cuda.get_device_properties(index)
     uuid = getattr(props, "uuid", None)
     return {
@@ -90,10 +101,17 @@ def _device(torch: Any, index: int) -> Dict[str, Any]:
     }
 
 
-def torch_facts(notes: List[str]) -> Dict[str, Any]:
+def torch_facts(notes: list[str]) -> dict[str, Any]:
     """What torch says about CUDA, cuDNN, NCCL and the devices; never raises."""
-    facts: Dict[str, Any] = {"torch": None, "cuda": None, "cuda_available": False,
-                             "device_count": 0, "devices": [], "cudnn": None, "nccl": None}
+    facts: dict[str, Any] = {
+        "torch": None,
+        "cuda": None,
+        "cuda_available": False,
+        "device_count": 0,
+        "devices": [],
+        "cudnn": None,
+        "nccl": None,
+    }
     try:
         import torch
     except Exception as exc:  # ImportError, or a broken install raising anything
@@ -103,7 +121,9 @@ def torch_facts(notes: List[str]) -> Dict[str, Any]:
     facts["cuda"] = torch.version.cuda
     facts["nccl"] = _nccl_version(torch)
     try:
-        facts["cudnn"] = str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None
+        facts["cudnn"] = (
+            str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None
+        )
         facts["cuda_available"] = bool(torch.cuda.is_available())
         if facts["cuda_available"]:
             facts["device_count"] = int(torch.cuda.device_count())
@@ -111,17 +131,19 @@ def torch_facts(notes: List[str]) -> Dict[str, Any]:
         elif torch.version.cuda is None:
             notes.append("torch %s is a CPU-only build" % torch.__version__)
         else:
-            notes.append("torch is built for CUDA %s but CUDA is not available "
-                         "(no GPU visible, or the driver is missing or too old)" % torch.version.cuda)
+            notes.append(
+                "torch is built for CUDA %s but CUDA is not available "
+                "(no GPU visible, or the driver is missing or too old)" % torch.version.cuda
+            )
     except Exception as exc:
         notes.append("CUDA query failed: %s" % (str(exc).splitlines() or ["?"])[0])
     return facts
 
 
-def collect(use_torch: bool = True) -> Dict[str, Any]:
+def collect(use_torch: bool = True) -> dict[str, Any]:
     """Every fact this probe reports, as a JSON-ready dict."""
-    notes: List[str] = []
-    doc: Dict[str, Any] = {
+    notes: list[str] = []
+    doc: dict[str, Any] = {
         "schema": SCHEMA,
         "hostname": socket.gethostname(),
         "python": platform.python_version(),
@@ -141,7 +163,7 @@ def collect(use_torch: bool = True) -> Dict[str, Any]:
     return doc
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Print the facts; exit 0 whenever the probe could run."""
     args = sys.argv[1:] if argv is None else argv
     unknown = [a for a in args if a != "--no-torch"]

@@ -9,38 +9,45 @@ the others; the exit code is 0 whenever the document was printed.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 SCHEMA = "envtool.node/1"
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _error(exc: BaseException) -> Dict[str, Any]:
+def _sibling(name: str) -> Any:
+    """Load another probe of this bundle by path (the bundle is a folder, not a package)."""
+    path = os.path.join(HERE, name + ".py")
+    spec = importlib.util.spec_from_file_location("envtool_probe_" + name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError("cannot load " + path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
     text = str(exc).strip().splitlines()
     return {"error": "%s: %s" % (type(exc).__name__, text[0] if text else "")}
 
 
-def _export(prefix: str) -> Dict[str, Any]:
-    import export
-
-    return export.export_document(prefix)
+def _export(prefix: str) -> dict[str, Any]:
+    return _sibling("export").export_document(prefix)
 
 
-def _allreduce(args: List[str]) -> Dict[str, Any]:
-    import allreduce
-
-    parsed = allreduce.build_parser().parse_args(args)
-    return allreduce.launch(parsed)
+def _allreduce(args: list[str]) -> dict[str, Any]:
+    allreduce = _sibling("allreduce")
+    return allreduce.launch(allreduce.build_parser().parse_args(args))
 
 
-def collect(prefix: str, use_torch: bool, allreduce_args: Optional[List[str]]) -> Dict[str, Any]:
+def collect(prefix: str, use_torch: bool, allreduce_args: list[str] | None) -> dict[str, Any]:
     """The node document; every part guarded."""
-    import gpu_facts
-
-    doc: Dict[str, Any] = {"schema": SCHEMA, "prefix": prefix}
+    gpu_facts = _sibling("gpu_facts")
+    doc: dict[str, Any] = {"schema": SCHEMA, "prefix": prefix}
     for key, part in (
         ("export", lambda: _export(prefix)),
         ("facts", lambda: gpu_facts.collect(use_torch=use_torch)),
@@ -58,7 +65,7 @@ def collect(prefix: str, use_torch: bool, allreduce_args: Optional[List[str]]) -
     return doc
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """Parse the few options by hand (argparse would swallow the all-reduce's own flags)."""
     args = list(sys.argv[1:] if argv is None else argv)
     prefix, use_torch, allreduce_args = sys.prefix, True, None
@@ -73,7 +80,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         else:
             sys.stderr.write("node.py: unknown argument %r\n" % arg)
             return 2
-    sys.path.insert(0, HERE)
     print(json.dumps(collect(prefix, use_torch, allreduce_args), sort_keys=True))
     return 0
 
