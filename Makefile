@@ -11,9 +11,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint]'
 	@touch $@
 
-# The main job. Until `envtool verify` exists it checks that conda-lock.yml is fresh.
+# The main job: the lock is fresh, then every host in hosts.txt (here: this machine,
+# local transport) is probed and compared with the lock.
+HOSTS     ?= hosts.txt
+TRANSPORT ?= local
 verify: $(STAMP)
 	$(BIN)/envtool lock --check
+	$(BIN)/envtool verify --hosts $(HOSTS) --transport $(TRANSPORT)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
