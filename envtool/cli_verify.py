@@ -69,6 +69,8 @@ def _env_name(lock_path: Path | None) -> str:
     show_default=True,
     help="all_reduce_perf-style flags for the all-reduce probe.",
 )
+@click.option("--rdzv-endpoint", default="", metavar="HOST:PORT",
+              help="--allreduce cluster: the c10d rendezvous (default: first host:29400).")
 @click.option("--min-gpus", type=int, default=1, show_default=True)
 @click.option("--min-busbw", type=float, help="Fail nodes whose all-reduce busbw (GB/s) is lower.")
 @click.option("--baseline", type=PathArg, help="Earlier verify JSON report or nccl-tests log.")
@@ -104,6 +106,7 @@ def verify(
     prefix: str | None,
     allreduce: str,
     allreduce_args: str,
+    rdzv_endpoint: str,
     min_gpus: int,
     min_busbw: float | None,
     baseline: Path | None,
@@ -143,6 +146,7 @@ def verify(
         min_busbw,
         baseline,
         tolerance,
+        rdzv_endpoint,
     )
     with report.Progress(len(host_list)) as progress:
         result = verify_mod.verify(options, progress.done)

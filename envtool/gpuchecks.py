@@ -136,7 +136,7 @@ def _env_getter(name: str) -> Callable[[NodeFacts], object]:
 
 def _allreduce_checks(report: HostReport, policy: GpuPolicy) -> list[Finding]:
     ar, host = report.allreduce, (report.host,)
-    if ar is None:
+    if ar is None or ar.member:
         return []
     if ar.error:
         return [

@@ -136,6 +136,7 @@ class AllReduceSummary:
     peak_busbw: float | None  # best busbw over the largest sizes run
     wrong_total: int
     error: str = ""
+    member: bool = False  # a multi-node run's node without rank 0: its result is elsewhere
 
 
 @dataclass(frozen=True)

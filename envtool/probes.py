@@ -202,6 +202,8 @@ def parse_allreduce(doc: Any) -> AllReduceSummary:
             0,
             str(doc.get("error") or "not an all-reduce document")[:300],
         )
+    if doc.get("member") is True:
+        return AllReduceSummary(str(doc.get("backend", "?")), 0, None, 0, member=True)
     rows = doc.get("rows")
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ValueError("all-reduce rows are malformed")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,6 +15,7 @@ from envtool.hosts import Host
 from envtool.models import Environment, Finding, HostReport
 
 ALLREDUCE_MODES = ("off", "node", "cluster")
+DEFAULT_RDZV_PORT = 29400  # torchrun's c10d default
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class VerifyOptions:
     min_busbw: float | None = None
     baseline: Path | None = None
     tolerance: float = 0.10
+    rdzv_endpoint: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,9 +81,27 @@ def baseline_busbw(path: Path) -> float:
 
 
 def _node_args(options: VerifyOptions) -> tuple[str, ...]:
+    timeout = ("--timeout", str(max(1, int(options.fanout.timeout - 10))))
     if options.allreduce == "node":
-        return ("--allreduce", *options.allreduce_args)
+        return ("--allreduce", *options.allreduce_args, *timeout)
+    if options.allreduce == "cluster":
+        endpoint = options.rdzv_endpoint or f"{options.hosts[0].name}:{DEFAULT_RDZV_PORT}"
+        return ("--allreduce", *options.allreduce_args, *timeout,
+                "--nnodes", str(len(options.hosts)), "--rdzv-endpoint", endpoint,
+                "--rdzv-id", f"envtool-{uuid.uuid4().hex[:12]}")
     return ()
+
+
+def _cluster_result(reports: list[HostReport], options: VerifyOptions) -> list[Finding]:
+    """A cross-node run has one result (rank 0's node); none at all is a failure."""
+    if options.allreduce != "cluster":
+        return []
+    ran = [r for r in reports if r.allreduce is not None]
+    if any(not r.allreduce.member for r in ran if r.allreduce is not None):
+        return []
+    return [Finding("allreduce-failed", "error", "all-reduce", "a result from rank 0",
+                    "no node reported one", "check the rendezvous endpoint and ports",
+                    tuple(r.host for r in reports))]
 
 
 def decide(
@@ -125,7 +146,7 @@ def decide(
         baseline_busbw(options.baseline) if options.baseline else None,
         options.tolerance,
     )
-    findings += gpuchecks.check(reports, policy)
+    findings += gpuchecks.check(reports, policy) + _cluster_result(reports, options)
     return drift.fold(findings)
 
 

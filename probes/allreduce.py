@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--timeout", type=float, default=300.0, help="deadline in seconds")
+    p.add_argument("--nnodes", type=int, default=1, help="nodes (> 1: a multi-node run)")
+    p.add_argument("--rdzv-endpoint", default="", help="HOST:PORT of the c10d rendezvous")
+    p.add_argument("--rdzv-id", default="envtool", help="rendezvous id shared by the nodes")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default="", help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, default=0.0, help=argparse.SUPPRESS)
@@ -289,6 +292,17 @@ def _worker_argv(args: Any, out: str) -> list[str]:
     ]
 
 
+def _rendezvous(args: Any) -> list[str]:
+    """--standalone on one node; a c10d rendezvous on the first node across several."""
+    if args.nnodes <= 1:
+        return ["--standalone"]
+    if not args.rdzv_endpoint:
+        raise SystemExit("allreduce.py: --nnodes > 1 needs --rdzv-endpoint HOST:PORT")
+    return ["--nnodes", str(args.nnodes), "--rdzv-backend", "c10d",
+            "--rdzv-endpoint", args.rdzv_endpoint, "--rdzv-id", args.rdzv_id,
+            "--rdzv-conf", "join_timeout=%d" % max(1, int(args.timeout))]
+
+
 def launch(args: Any) -> dict[str, Any]:
     """Run torchrun --standalone with a deadline; return rank 0's document or an error one."""
     gpus = _gpu_count()
@@ -296,15 +310,8 @@ def launch(args: Any) -> dict[str, Any]:
     nproc = args.nproc or (gpus if backend == "nccl" else 2)
     fd, out = tempfile.mkstemp(prefix="envtool-allreduce-", suffix=".json")
     os.close(fd)
-    argv = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node",
-        str(nproc),
-        *_worker_argv(args, out),
-    ]
+    argv = [sys.executable, "-m", "torch.distributed.run", *_rendezvous(args),
+            "--nproc-per-node", str(nproc), *_worker_argv(args, out)]
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -312,6 +319,9 @@ def launch(args: Any) -> dict[str, Any]:
         stdout, stderr = proc.communicate(timeout=args.timeout)
         with open(out, encoding="utf-8") as fh:
             text = fh.read()
+        if proc.returncode == 0 and not text and args.nnodes > 1:
+            return {"schema": SCHEMA, "backend": backend, "nranks": 0, "rows": [],
+                    "member": True}  # rank 0 ran on another node, which reports the result
         if proc.returncode != 0 or not text:
             return _error(
                 backend,
