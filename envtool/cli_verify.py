@@ -69,8 +69,12 @@ def _env_name(lock_path: Path | None) -> str:
     show_default=True,
     help="all_reduce_perf-style flags for the all-reduce probe.",
 )
-@click.option("--rdzv-endpoint", default="", metavar="HOST:PORT",
-              help="--allreduce cluster: the c10d rendezvous (default: first host:29400).")
+@click.option(
+    "--rdzv-endpoint",
+    default="",
+    metavar="HOST:PORT",
+    help="--allreduce cluster: the c10d rendezvous (default: first host:29400).",
+)
 @click.option("--min-gpus", type=int, default=1, show_default=True)
 @click.option("--min-busbw", type=float, help="Fail nodes whose all-reduce busbw (GB/s) is lower.")
 @click.option("--baseline", type=PathArg, help="Earlier verify JSON report or nccl-tests log.")

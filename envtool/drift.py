@@ -31,7 +31,7 @@ def shadowing(env: Environment) -> list[Finding]:
                     pip.name,
                     f"{conda.label()} from conda only",
                     f"pip {pip.label()} shadows conda {conda.label()} in {env.source}",
-                    f"pip uninstall {pip.name} (in {env.source})",
+                    f"pip uninstall {pip.name}",
                 )
             )
     return findings
@@ -92,6 +92,14 @@ def _compare(a: Package, b: Package, where: str) -> list[Finding]:
     return out
 
 
+def _compare_groups(a: dict[str, Package], b: dict[str, Package], where: str) -> list[Finding]:
+    """Same manager on both sides: compare those; else the manager differs."""
+    for manager in ("conda", "pip"):
+        if manager in a and manager in b:
+            return _compare(a[manager], b[manager], where)
+    return _compare(_effective(a), _effective(b), where)
+
+
 def diff(a: Environment, b: Environment) -> list[Finding]:
     """Every way ``b`` differs from ``a`` (the reference), and pip shadowing in either."""
     where = f"in {b.source}"
@@ -123,7 +131,7 @@ def diff(a: Environment, b: Environment) -> list[Finding]:
                 )
             )
         else:
-            findings.extend(_compare(_effective(left[key]), _effective(right[key]), where))
+            findings.extend(_compare_groups(left[key], right[key], where))
     return findings + shadowing(a) + shadowing(b)
 
 

@@ -81,6 +81,18 @@ def run_script(name: str, args: list[str], prefix: Path | None, timeout: float) 
     return proc.run(argv, timeout=timeout).stdout
 
 
+def export_prefix(prefix: Path, name: str | None = None, no_builds: bool = False) -> dict[str, Any]:
+    """``conda env export`` of a local prefix, by probes/export.py run in-process."""
+    if not (prefix / "conda-meta").is_dir():
+        raise InputError(f"{prefix}: not a conda environment (no conda-meta/)")
+    module = load("export")
+    try:
+        doc: dict[str, Any] = module.export_prefix(str(prefix), name=name, no_builds=no_builds)
+    except module.ExportError as exc:
+        raise InputError(str(exc)) from None
+    return doc
+
+
 def default_prefix(prefix: Path | None) -> Path:
     """``--prefix``, else ``$CONDA_PREFIX``, else this interpreter's prefix."""
     if prefix is not None:

@@ -86,9 +86,17 @@ def _node_args(options: VerifyOptions) -> tuple[str, ...]:
         return ("--allreduce", *options.allreduce_args, *timeout)
     if options.allreduce == "cluster":
         endpoint = options.rdzv_endpoint or f"{options.hosts[0].name}:{DEFAULT_RDZV_PORT}"
-        return ("--allreduce", *options.allreduce_args, *timeout,
-                "--nnodes", str(len(options.hosts)), "--rdzv-endpoint", endpoint,
-                "--rdzv-id", f"envtool-{uuid.uuid4().hex[:12]}")
+        return (
+            "--allreduce",
+            *options.allreduce_args,
+            *timeout,
+            "--nnodes",
+            str(len(options.hosts)),
+            "--rdzv-endpoint",
+            endpoint,
+            "--rdzv-id",
+            f"envtool-{uuid.uuid4().hex[:12]}",
+        )
     return ()
 
 
@@ -99,9 +107,17 @@ def _cluster_result(reports: list[HostReport], options: VerifyOptions) -> list[F
     ran = [r for r in reports if r.allreduce is not None]
     if any(not r.allreduce.member for r in ran if r.allreduce is not None):
         return []
-    return [Finding("allreduce-failed", "error", "all-reduce", "a result from rank 0",
-                    "no node reported one", "check the rendezvous endpoint and ports",
-                    tuple(r.host for r in reports))]
+    return [
+        Finding(
+            "allreduce-failed",
+            "error",
+            "all-reduce",
+            "a result from rank 0",
+            "no node reported one",
+            "check the rendezvous endpoint and ports",
+            tuple(r.host for r in reports),
+        )
+    ]
 
 
 def decide(

@@ -298,9 +298,18 @@ def _rendezvous(args: Any) -> list[str]:
         return ["--standalone"]
     if not args.rdzv_endpoint:
         raise SystemExit("allreduce.py: --nnodes > 1 needs --rdzv-endpoint HOST:PORT")
-    return ["--nnodes", str(args.nnodes), "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", args.rdzv_endpoint, "--rdzv-id", args.rdzv_id,
-            "--rdzv-conf", "join_timeout=%d" % max(1, int(args.timeout))]
+    return [
+        "--nnodes",
+        str(args.nnodes),
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        args.rdzv_endpoint,
+        "--rdzv-id",
+        args.rdzv_id,
+        "--rdzv-conf",
+        "join_timeout=%d" % max(1, int(args.timeout)),
+    ]
 
 
 def launch(args: Any) -> dict[str, Any]:
@@ -310,8 +319,15 @@ def launch(args: Any) -> dict[str, Any]:
     nproc = args.nproc or (gpus if backend == "nccl" else 2)
     fd, out = tempfile.mkstemp(prefix="envtool-allreduce-", suffix=".json")
     os.close(fd)
-    argv = [sys.executable, "-m", "torch.distributed.run", *_rendezvous(args),
-            "--nproc-per-node", str(nproc), *_worker_argv(args, out)]
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        *_rendezvous(args),
+        "--nproc-per-node",
+        str(nproc),
+        *_worker_argv(args, out),
+    ]
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -320,8 +336,13 @@ def launch(args: Any) -> dict[str, Any]:
         with open(out, encoding="utf-8") as fh:
             text = fh.read()
         if proc.returncode == 0 and not text and args.nnodes > 1:
-            return {"schema": SCHEMA, "backend": backend, "nranks": 0, "rows": [],
-                    "member": True}  # rank 0 ran on another node, which reports the result
+            return {
+                "schema": SCHEMA,
+                "backend": backend,
+                "nranks": 0,
+                "rows": [],
+                "member": True,
+            }  # rank 0 ran on another node, which reports the result
         if proc.returncode != 0 or not text:
             return _error(
                 backend,

@@ -36,7 +36,9 @@ def _error(exc: BaseException) -> dict[str, Any]:
 
 
 def _export(prefix: str) -> dict[str, Any]:
-    return _sibling("export").export_document(prefix)
+    if not os.path.isdir(os.path.join(prefix, "conda-meta")):
+        raise LookupError("no conda environment at %s (no conda-meta/)" % prefix)
+    return _sibling("export").export_prefix(prefix)
 
 
 def _allreduce(args: list[str]) -> dict[str, Any]:

@@ -68,15 +68,18 @@ def test_newline_in_a_nodeset_argument() -> None:
         hosts.resolve("node1\n-oProxyCommand=x")
 
 
-@pytest.mark.parametrize(("line", "expected"), [
-    ("node1:0", "bad port"),
-    ("node1:99999", "bad port"),
-    ("bad user@node1", "unexpected"),
-    ("r;m@node1", "bad user name"),
-    ("node1 slots=x", "unexpected"),
-    ("node1 slots=0", "at least 1"),
-    ("node[1-", "bad node set"),
-])
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("node1:0", "bad port"),
+        ("node1:99999", "bad port"),
+        ("bad user@node1", "unexpected"),
+        ("r;m@node1", "bad user name"),
+        ("node1 slots=x", "unexpected"),
+        ("node1 slots=0", "at least 1"),
+        ("node[1-", "bad node set"),
+    ],
+)
 def test_bad_lines(tmp_path: Path, line: str, expected: str) -> None:
     path = tmp_path / "hosts.txt"
     path.write_text(line + "\n")

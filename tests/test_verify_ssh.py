@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from conftest import VIRTUAL_CUDA, Project, require, run_main
-
-from envtool.cli import main
 from fixtures import sshnodes
 from fixtures.channel import build_channel, realistic_packages
+
+from envtool.cli import main
 
 GOOD_ENV = """\
 name: ddp
@@ -29,7 +29,8 @@ dependencies:
   - pip
 """
 DRIFTED_ENV = GOOD_ENV.replace("pytorch=*=cuda118*", "pytorch=*=cpu*").replace(
-    "nccl=2.18.3.1", "nccl=2.16.5.1")
+    "nccl=2.18.3.1", "nccl=2.16.5.1"
+)
 
 
 def _pip_torch(prefix: Path) -> None:
@@ -56,8 +57,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, ssh
         code, _, err = proj.run("lock", "--lockfile", f"node{i}.lock.yml")
         assert code == 0, err
         prefix = root / f"prefix{i}"
-        code, _, err = proj.run("install", "--lockfile", f"node{i}.lock.yml", "--prefix",
-                                str(prefix))
+        code, _, err = proj.run(
+            "install", "--lockfile", f"node{i}.lock.yml", "--prefix", str(prefix)
+        )
         assert code == 0, err
         prefixes.append(prefix)
     _pip_torch(prefixes[2])
@@ -70,12 +72,29 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, ssh
         cluster.stop()
 
 
-def _verify(proj: Project, cluster: sshnodes.Cluster, hosts: str, *extra: str
-            ) -> tuple[int, str, str, float]:
+def _verify(
+    proj: Project, cluster: sshnodes.Cluster, hosts: str, *extra: str
+) -> tuple[int, str, str, float]:
     start = time.monotonic()
-    code, out, err = run_main(main, proj.root, [], (
-        "verify", "--hosts", hosts, "-F", str(cluster.ssh_config), "--timeout", "20",
-        "--connect-timeout", "3", "--min-gpus", "0", *extra))
+    code, out, err = run_main(
+        main,
+        proj.root,
+        [],
+        (
+            "verify",
+            "--hosts",
+            hosts,
+            "-F",
+            str(cluster.ssh_config),
+            "--timeout",
+            "20",
+            "--connect-timeout",
+            "3",
+            "--min-gpus",
+            "0",
+            *extra,
+        ),
+    )
     return code, out, err, time.monotonic() - start
 
 
@@ -102,29 +121,35 @@ def test_drifted_node_is_named_with_each_difference(lab: tuple[Project, sshnodes
 
 
 def test_unreachable_and_hung_nodes_do_not_hold_the_others(
-        lab: tuple[Project, sshnodes.Cluster], tmp_path: Path) -> None:
+    lab: tuple[Project, sshnodes.Cluster], tmp_path: Path
+) -> None:
     proj, cluster = lab
     hung = cluster.nodes[3]
     hung.pause()
     try:
         hosts = tmp_path / "hosts.txt"
         hosts.write_text("node1\nnode2\nnode4\nroot@127.0.0.1:1\n")
-        code, out, _, seconds = _verify(proj, cluster, str(hosts), "--format", "junit",
-                                        "--timeout", "6")
+        code, out, _, seconds = _verify(
+            proj, cluster, str(hosts), "--format", "junit", "--timeout", "6"
+        )
     finally:
         hung.stop()
     assert code == 1
     assert seconds < 6 + 3 + 5 + 5
     suite = ET.fromstring(out).find("testsuite")
     assert suite is not None
-    failing = {(c.get("classname"), c.get("name")) for c in suite.iter("testcase")
-               if c.find("failure") is not None}
+    failing = {
+        (c.get("classname"), c.get("name"))
+        for c in suite.iter("testcase")
+        if c.find("failure") is not None
+    }
     assert ("node4", "reachable") in failing and ("root@127.0.0.1", "reachable") in failing
     assert not any(host in ("node1", "node2") for host, _ in failing)
 
 
-def test_hostile_names_start_no_process(lab: tuple[Project, sshnodes.Cluster],
-                                        tmp_path: Path) -> None:
+def test_hostile_names_start_no_process(
+    lab: tuple[Project, sshnodes.Cluster], tmp_path: Path
+) -> None:
     proj, cluster = lab
     marker = tmp_path / "pwned"
     hosts = tmp_path / "hosts.txt"
@@ -139,9 +164,20 @@ def test_cluster_allreduce_across_nodes_with_gloo(lab: tuple[Project, sshnodes.C
     proj, cluster = lab
     port = sshnodes.free_port("127.0.0.2")
     code, out, err, _ = _verify(
-        proj, cluster, "node[1-2]", "--format", "json", "--allreduce", "cluster",
-        "--allreduce-args", "-b 1K -e 16K -f 4 -n 2 -w 1 --nproc 1 --backend gloo",
-        "--rdzv-endpoint", f"127.0.0.2:{port}", "--timeout", "90")
+        proj,
+        cluster,
+        "node[1-2]",
+        "--format",
+        "json",
+        "--allreduce",
+        "cluster",
+        "--allreduce-args",
+        "-b 1K -e 16K -f 4 -n 2 -w 1 --nproc 1 --backend gloo",
+        "--rdzv-endpoint",
+        f"127.0.0.2:{port}",
+        "--timeout",
+        "90",
+    )
     assert code == 0, out + err
     hosts = json.loads(out)["hosts"]
     results = [h["allreduce"] for h in hosts if h["allreduce"] and h["allreduce"]["nranks"]]
@@ -151,13 +187,26 @@ def test_cluster_allreduce_across_nodes_with_gloo(lab: tuple[Project, sshnodes.C
 
 
 def test_cluster_allreduce_blocked_rendezvous_is_a_finding(
-        lab: tuple[Project, sshnodes.Cluster]) -> None:
+    lab: tuple[Project, sshnodes.Cluster],
+) -> None:
     require(__import__("importlib").util.find_spec("torch") is not None, "torch is not installed")
     proj, cluster = lab
+    taken = cluster.nodes[0]  # the rendezvous port is held by another service (node1's sshd)
     code, out, _, seconds = _verify(
-        proj, cluster, "node[1-2]", "--format", "json", "--allreduce", "cluster",
-        "--allreduce-args", "-b 8 -e 8 -n 1 -w 1 --nproc 1 --backend gloo",
-        "--rdzv-endpoint", "127.0.0.250:9", "--timeout", "20")
+        proj,
+        cluster,
+        "node[1-2]",
+        "--format",
+        "json",
+        "--allreduce",
+        "cluster",
+        "--allreduce-args",
+        "-b 8 -e 8 -n 1 -w 1 --nproc 1 --backend gloo",
+        "--rdzv-endpoint",
+        f"{taken.address}:{taken.port}",
+        "--timeout",
+        "20",
+    )
     assert code == 1
     failed = [f for f in json.loads(out)["findings"] if f["kind"] == "allreduce-failed"]
     assert failed and set(failed[0]["hosts"]) == {"node1", "node2"}
