@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from envtool.models import Finding, HostReport
 
 CHECKS = {
-    "reachable": ("unreachable", "probe-failed"),
+    "reachable": ("unreachable", "probe-failed", "env-missing"),
     "lock": (
         "missing",
         "extra",

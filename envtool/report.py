@@ -61,11 +61,11 @@ def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", show_lines=False)
-    for column in columns:
-        table.add_column(column, overflow="fold")
+    for i, column in enumerate(columns):
+        table.add_column(column, overflow="fold", no_wrap=i < 3)
     for row in rows:
         table.add_row(*row)
-    Console(width=max(100, shutil.get_terminal_size().columns)).print(table)
+    Console(width=max(160, shutil.get_terminal_size().columns)).print(table)
 
 
 def export_document(doc: dict[str, Any], fmt: str) -> None:
