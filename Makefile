@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.envtool-installed
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: verify test lint bench lock clean
+.PHONY: verify test lint bench lock clean demo
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,3 +40,7 @@ lock: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# A one-minute demonstration: three sshd nodes on loopback, one drifted, envtool verify.
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py

@@ -1,0 +1,81 @@
+"""``make demo``: envtool finding a drifted node, on one machine, in about a minute.
+
+Builds a local conda channel, locks an environment, installs it into three prefixes (one of
+them drifted: a CPU pytorch build, an older NCCL, and `pip install torch` on top), starts
+three OpenSSH sshd "nodes" on loopback addresses, each with its own prefix, runs
+`envtool verify` over ssh and shows the report; then stops the nodes and removes everything.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from fixtures import sshnodes  # noqa: E402
+from fixtures.channel import build_channel, realistic_packages  # noqa: E402
+
+ENV = """\
+name: ddp
+channels: [{channel}]
+dependencies: [python=3.9, "pytorch=*=cuda118*", cudatoolkit=11.8, nccl=2.18.3.1, numpy, pip]
+"""
+VIRTUAL = 'subdirs:\n  linux-64:\n    packages:\n      __cuda: "11.8"\n      __glibc: "2.28"\n'
+BIN = Path(sys.executable).parent
+
+
+def envtool(work: Path, *args: str, check: bool = True) -> int:
+    """Run the envtool CLI in ``work``, its output shown."""
+    print(f"$ envtool {' '.join(args)}", flush=True)
+    return subprocess.run([str(BIN / "envtool"), *args], cwd=work, check=check).returncode
+
+
+def _pip_torch(prefix: Path) -> None:
+    info = prefix / "lib/python3.9/site-packages/torch-2.3.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.3.0\n")
+    (info / "INSTALLER").write_text("pip\n")
+    (info / "RECORD").write_text("torch-2.3.0.dist-info/METADATA,,\n")
+
+
+def main() -> int:
+    if not sshnodes.available():
+        print("make demo needs OpenSSH's sshd (apt-get install openssh-server)", file=sys.stderr)
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="envtool-demo-"))
+    cluster = None
+    try:
+        channel = build_channel(work / "channel", realistic_packages(python_exe=sys.executable))
+        (work / "virtual-packages.yml").write_text(VIRTUAL)
+        env = ENV.format(channel=channel.as_uri())
+        drifted = env.replace("pytorch=*=cuda118*", "pytorch=*=cpu*").replace(
+            "nccl=2.18.3.1", "nccl=2.16.5.1")
+        (work / "environment.yml").write_text(drifted)
+        envtool(work, "lock", "--lockfile", "drifted.lock.yml")
+        envtool(work, "install", "--lockfile", "drifted.lock.yml", "--prefix", "node3-env")
+        _pip_torch(work / "node3-env")
+        (work / "environment.yml").write_text(env)
+        envtool(work, "lock")
+        for node in ("node1", "node2"):
+            envtool(work, "install", "--prefix", f"{node}-env")
+        cluster = sshnodes.start_cluster(
+            work / "ssh", [{"CONDA_PREFIX": str(work / f"node{i}-env")} for i in (1, 2, 3)])
+        print("\nthree sshd nodes on 127.0.0.2-4; node3 was installed from another spec "
+              "and has pip's torch on top\n", flush=True)
+        code = envtool(work, "verify", "--hosts", "node[1-3]", "-F", str(cluster.ssh_config),
+                       "--min-gpus", "0", check=False)
+        print(f"\nenvtool verify exited {code} (1: findings of severity error)")
+        return 0 if code == 1 else 1
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
