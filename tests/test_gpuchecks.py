@@ -118,3 +118,26 @@ def test_decide_folds_identical_findings_and_junit_counts_them() -> None:
         if c.find("failure") is not None
     }
     assert failing == {("gpu01", "lock"), ("gpu02", "lock"), ("gpu03", "reachable")}
+
+
+def test_baseline_from_nccl_log_and_from_a_json_report(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    import pytest
+
+    from envtool.errors import InputError
+
+    log = tmp_path / "log.txt"
+    log.write_text(
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+        "     time   algbw   busbw #wrong\n"
+        "   134217728      33554432     float     sum      -1    613.3  218.85  382.99      0"
+        "    614.3  218.48  382.34      0\n")
+    assert verify.baseline_busbw(log) == pytest.approx(382.99)
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"schema": "envtool.verify/1", "hosts": [
+        {"host": "a", "allreduce": {"peak_busbw": 410.5}}, {"host": "b", "allreduce": None}]}))
+    assert verify.baseline_busbw(report) == 410.5
+    report.write_text('{"hosts": [{"host": "a", "allreduce": null}]}')
+    with pytest.raises(InputError, match="no all-reduce result"):
+        verify.baseline_busbw(report)
