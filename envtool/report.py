@@ -16,6 +16,7 @@ from envtool.models import Environment, Finding, HostReport
 
 if TYPE_CHECKING:
     from envtool.nccl import NcclRun
+    from envtool.image import BuildResult
     from envtool.verify import VerifyResult
 
 
@@ -304,3 +305,42 @@ class Progress:
         """One host answered."""
         if self._bar is not None:
             self._bar.advance(self._task)
+
+
+class BuildLog:
+    """The build log, streamed: the last line under a spinner on a terminal, else every line."""
+
+    def __init__(self) -> None:
+        import sys
+
+        self._status: Any = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+
+            self._status = Console(stderr=True).status("docker build")
+
+    def __enter__(self) -> BuildLog:
+        if self._status is not None:
+            self._status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.stop()
+
+    def line(self, text: str) -> None:
+        """One line of the build's output."""
+        if self._status is not None:
+            self._status.update(f"docker build: {text[:100]}")
+        else:
+            click.echo(text, err=True)
+
+
+def build_result(result: BuildResult) -> None:
+    """The tag, id and provenance labels of a built image."""
+    click.echo(f"built {result.tag} ({result.image_id[:19]}) in {result.seconds:.1f} s")
+    for key, value in result.labels:
+        if key.startswith("io.envtool."):
+            click.echo(f"  {key}={value}")
+    if result.pushed:
+        click.echo(f"pushed {result.tag}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -133,9 +134,9 @@ def which_or_skip(name: str) -> str:
     return path
 
 
-@pytest.fixture(scope="session")
-def http_channel(channel: Path) -> Iterator[str]:
-    """The local channel served over HTTP on loopback (what rattler downloads and hash-checks)."""
+@contextlib.contextmanager
+def serve(directory: Path) -> Iterator[str]:
+    """``directory`` served over HTTP on a free loopback port, for as long as the block runs."""
     import socket
     import subprocess
     import sys
@@ -146,15 +147,13 @@ def http_channel(channel: Path) -> Iterator[str]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d", str(channel)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "-d",
+         str(directory)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(100):
             try:
-                urllib.request.urlopen(f"{url}/noarch/repodata.json", timeout=1).close()
+                urllib.request.urlopen(f"{url}/", timeout=1).close()
                 break
             except OSError:
                 time.sleep(0.05)
@@ -162,3 +161,10 @@ def http_channel(channel: Path) -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def http_channel(channel: Path) -> Iterator[str]:
+    """The local channel served over HTTP on loopback (what rattler downloads and hash-checks)."""
+    with serve(channel) as url:
+        yield url

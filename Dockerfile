@@ -1,0 +1,38 @@
+# syntax=docker/dockerfile:1
+# The lab's environment as an image, installed from exactly the locked packages.
+#
+# Built by `envtool build`, which assembles the context: this file, probes/, wheels/ and the
+# lockfile as conda-lock.yml. The builder installs envtool, then `envtool install` installs
+# the lock's linux-64 entries into /opt/conda/envs/$ENV_NAME with py-rattler, every archive's
+# hash checked; the runtime stage copies only that prefix and probes/ onto a slim base.
+# `docker run IMAGE` prints the node's facts (probes/gpu_facts.py).
+ARG BUILDER_IMAGE=python:3.11-slim-bookworm
+ARG BASE_IMAGE=debian:bookworm-slim
+
+FROM ${BUILDER_IMAGE} AS builder
+ARG ENV_NAME=ddp
+ARG PLATFORM=linux-64
+# wheels/: envtool and the three packages `envtool install` needs (click, PyYAML, py-rattler),
+# fetched by `envtool build` on the host, so this step needs no package index.
+COPY wheels /src/wheels
+RUN python3 -m venv /opt/envtool \
+ && /opt/envtool/bin/pip install --no-cache-dir --disable-pip-version-check --quiet \
+      --no-index --no-deps /src/wheels/*.whl
+COPY conda-lock.yml /src/conda-lock.yml
+RUN /opt/envtool/bin/envtool install --lockfile /src/conda-lock.yml \
+      --prefix /opt/conda/envs/${ENV_NAME} --platform ${PLATFORM} \
+      --cache-dir /tmp/envtool-cache \
+ && rm -rf /tmp/envtool-cache /opt/conda/envs/${ENV_NAME}/CACHEDIR.TAG \
+ && chmod -R a+rX /opt/conda  # rattler writes conda-meta/*.json 0600; the user must read it
+
+FROM ${BASE_IMAGE}
+ARG ENV_NAME=ddp
+ARG USER_UID=1000
+COPY --from=builder /opt/conda/envs/${ENV_NAME} /opt/conda/envs/${ENV_NAME}
+COPY probes /opt/envtool/probes
+RUN useradd --create-home --uid ${USER_UID} envtool 2>/dev/null \
+    || echo "envtool:x:${USER_UID}:${USER_UID}::/tmp:/bin/sh" >> /etc/passwd
+ENV CONDA_PREFIX=/opt/conda/envs/${ENV_NAME} \
+    PATH=/opt/conda/envs/${ENV_NAME}/bin:/usr/local/bin:/usr/bin:/bin
+USER ${USER_UID}
+CMD ["python", "/opt/envtool/probes/gpu_facts.py"]

@@ -1,0 +1,204 @@
+"""The only module that imports ``docker``: build an image from the lock, tag, push."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from envtool import lockfile, proc
+from envtool.errors import EnvtoolError, InputError
+
+REPO_URL = "https://github.com/envtool/envtool"
+# What `envtool install` imports inside the builder (the rest of envtool's dependencies is lazy).
+RUNTIME_REQUIREMENTS = ("click>=8.1", "PyYAML>=6.0", "py-rattler>=0.28,<0.29")
+
+
+class BuildError(EnvtoolError):
+    """``docker build`` failed (exit 1)."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """What ``envtool build`` was asked to do."""
+
+    lock_path: Path
+    tag: str | None = None
+    base: str | None = None
+    builder: str | None = None
+    network: str | None = None
+    no_cache: bool = False
+    push: bool = False
+    env_name: str = "ddp"
+    platform: str = "linux-64"
+    builder_python: str = "3.11"
+    extra_labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """The image that was built."""
+
+    tag: str
+    image_id: str
+    seconds: float
+    labels: tuple[tuple[str, str], ...]
+    pushed: bool
+
+
+def source_root() -> Path:
+    """The folder holding Dockerfile, envtool/ and probes/."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "Dockerfile").is_file():
+        raise EnvtoolError(f"{root}: no Dockerfile beside the envtool package")
+    return root
+
+
+def _git_revision(root: Path) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=False)
+    except OSError:
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def labels_for(lock_path: Path, platform: str, root: Path) -> dict[str, str]:
+    """OCI annotations plus the lockfile's sha256 and content hash: which lock made the image."""
+    data = lockfile.read(lock_path)
+    return {
+        "org.opencontainers.image.source": REPO_URL,
+        "org.opencontainers.image.revision": _git_revision(root),
+        "org.opencontainers.image.created": datetime.now(timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ"),
+        "org.opencontainers.image.title": "envtool environment",
+        "io.envtool.lockfile.sha256": hashlib.sha256(lock_path.read_bytes()).hexdigest(),
+        "io.envtool.lock.content-hash": data.metadata.hash_for(platform) or "",
+        "io.envtool.lock.platform": platform,
+    }
+
+
+def default_tag(env_name: str, labels: dict[str, str]) -> str:
+    """``envtool/<env-name>:<lock-hash-prefix>``."""
+    digest = labels["io.envtool.lock.content-hash"] or labels["io.envtool.lockfile.sha256"]
+    return f"envtool/{env_name}:{digest[:12]}"
+
+
+def _wheels(root: Path, into: Path, python: str) -> None:
+    """envtool's wheel and the wheels of what ``envtool install`` needs, for the builder's
+    Python on x86_64, fetched here (the build itself then needs no package index)."""
+    import sys
+
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
+    try:
+        proc.run([*pip, "wheel", "--no-deps", "--wheel-dir", str(into), str(root)], timeout=600)
+        proc.run([*pip, "download", "--dest", str(into), "--only-binary=:all:",
+                  "--python-version", python, "--platform", "manylinux_2_28_x86_64",
+                  "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
+                  "--no-deps", *RUNTIME_REQUIREMENTS], timeout=600)
+    except proc.ProcessError as exc:
+        raise BuildError(f"cannot fetch the wheels for the builder: {exc}") from None
+
+
+def _context(root: Path, lock_path: Path, into: Path, python: str) -> None:
+    """The build context: Dockerfile, the probes, the wheels and the lock, nothing else."""
+    shutil.copy2(root / "Dockerfile", into / "Dockerfile")
+    shutil.copytree(root / "probes", into / "probes",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (into / "wheels").mkdir()
+    _wheels(root, into / "wheels", python)
+    shutil.copy2(lock_path, into / "conda-lock.yml")
+
+
+def _client() -> Any:
+    import docker
+
+    try:
+        client = docker.from_env(timeout=600)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        raise InputError(f"no Docker engine: {str(exc).splitlines()[0]} (set DOCKER_HOST)") from None
+    return client
+
+
+def _build_args(options: BuildOptions) -> dict[str, str]:
+    args = {"ENV_NAME": options.env_name, "PLATFORM": options.platform}
+    if options.base:
+        args["BASE_IMAGE"] = options.base
+    if options.builder:
+        args["BUILDER_IMAGE"] = options.builder
+    return args
+
+
+def _stream(client: Any, context: Path, tag: str, options: BuildOptions, labels: dict[str, str],
+            on_line: Callable[[str], None]) -> str:
+    image_id, last = "", ""
+    chunks = client.api.build(
+        path=str(context), tag=tag, buildargs=_build_args(options), labels=labels,
+        network_mode=options.network, nocache=options.no_cache, forcerm=True, rm=True,
+        decode=True, pull=False)
+    for chunk in chunks:
+        if "errorDetail" in chunk or "error" in chunk:
+            detail = chunk.get("errorDetail", {}).get("message") or chunk.get("error", "")
+            raise BuildError(f"docker build failed: {' '.join(str(detail).split())[:400]}"
+                             + (f" (after: {last[:200]})" if last else ""))
+        text = str(chunk.get("stream", "")).rstrip()
+        if text:
+            last = text
+            on_line(text)
+        aux = chunk.get("aux") or {}
+        if "ID" in aux:
+            image_id = str(aux["ID"])
+    if not image_id:
+        raise BuildError("docker build ended without an image id")
+    return image_id
+
+
+def build(options: BuildOptions, on_line: Callable[[str], None]) -> BuildResult:
+    """Build (and optionally push) the image of ``options.lock_path``."""
+    import docker
+
+    start = time.monotonic()
+    root = source_root()
+    labels = {**labels_for(options.lock_path, options.platform, root), **options.extra_labels}
+    tag = options.tag or default_tag(options.env_name, labels)
+    client = _client()
+    with tempfile.TemporaryDirectory(prefix="envtool-build-") as tmp:
+        _context(root, options.lock_path, Path(tmp), options.builder_python)
+        try:
+            image_id = _stream(client, Path(tmp), tag, options, labels, on_line)
+        except docker.errors.APIError as exc:
+            raise BuildError(f"docker build failed: {exc.explanation or exc}") from None
+    if options.push:
+        _push(client, tag, on_line)
+    return BuildResult(tag, image_id, time.monotonic() - start, tuple(sorted(labels.items())),
+                       options.push)
+
+
+def _push(client: Any, tag: str, on_line: Callable[[str], None]) -> None:
+    repository, _, version = tag.rpartition(":")
+    for chunk in client.api.push(repository, tag=version, stream=True, decode=True):
+        if "error" in chunk:
+            raise BuildError(f"docker push {tag} failed: {chunk['error']}")
+        if chunk.get("status"):
+            on_line(str(chunk["status"]))
+
+
+def inspect_labels(tag: str) -> dict[str, str]:
+    """The labels of a local image (what `docker inspect` shows)."""
+    import docker
+
+    try:
+        image = _client().images.get(tag)
+    except docker.errors.ImageNotFound:
+        raise InputError(f"no image {tag}") from None
+    return dict(image.labels or {})

@@ -1,0 +1,119 @@
+"""``envtool build`` and ``verify --transport docker`` on a real private Docker engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import VIRTUAL_CUDA, Project, require, run_main, serve
+
+from envtool.cli import main
+from fixtures import dockerd
+from fixtures.channel import build_channel, realistic_packages
+
+ENV = """\
+name: ddp
+channels: [{channel}]
+dependencies: [python=3.9, "pytorch=*={build}*", cudatoolkit=11.8, nccl, numpy, pip]
+"""
+CACHE = Path(os.environ.get("ENVTOOL_TEST_CACHE", Path.home() / ".cache" / "envtool-tests"))
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dockerd.Engine, str]]:
+    """A private dockerd with the debootstrap base image imported."""
+    require(dockerd.available(), "docker.io and debootstrap are not installed")
+    eng = dockerd.start_engine(tmp_path_factory.mktemp("docker"))
+    old = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = eng.host
+    try:
+        yield eng, dockerd.base_image(eng, CACHE)
+    finally:
+        if old is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = old
+        eng.stop()
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
+    """A channel (python runs the image's /usr/bin/python3) served over HTTP, and two locks."""
+    root = tmp_path_factory.mktemp("imgproj")
+    channel = build_channel(root / "channel", realistic_packages(python_exe="/usr/bin/python3"))
+    with serve(channel) as url:
+        proj = Project(root / "proj", channel, root / "cache")
+        proj.root.mkdir()
+        (proj.root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
+        for lock, build in (("conda-lock.yml", "cuda118"), ("cpu.lock.yml", "cpu")):
+            proj.write_env(ENV.format(channel=url, build=build))
+            code, _, err = proj.run("lock", "--lockfile", lock)
+            assert code == 0, err
+        proj.write_env(ENV.format(channel=url, build="cuda118"))
+        yield proj
+
+
+def _build(proj: Project, base: str, *extra: str) -> tuple[int, str, str]:
+    return run_main(main, proj.root, [], ("build", "--base", base, "--builder-image", base,
+                                          "--network", "host", *extra))
+
+
+def _docker(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+def test_build_run_inspect_and_verify(engine: tuple[dockerd.Engine, str], project: Project) -> None:
+    _, base = engine
+    code, out, err = _build(project, base, "-t", "lab/ddp:test")
+    assert code == 0, err[-3000:]
+    assert "built lab/ddp:test" in out
+    run = _docker("run", "--rm", "--network", "none", "lab/ddp:test")
+    assert run.returncode == 0, run.stderr
+    facts = json.loads(run.stdout)
+    assert facts["schema"] == "envtool.gpu-facts/1"
+    assert facts["prefix"] == "/opt/conda/envs/ddp" or facts["executable"]
+    assert _docker("run", "--rm", "lab/ddp:test", "id", "-u").stdout.strip() == "1000"
+    labels = json.loads(_docker("inspect", "lab/ddp:test").stdout)[0]["Config"]["Labels"]
+    import hashlib
+
+    lock_sha = hashlib.sha256((project.root / "conda-lock.yml").read_bytes()).hexdigest()
+    assert labels["io.envtool.lockfile.sha256"] == lock_sha
+    assert labels["org.opencontainers.image.source"].startswith("https://")
+    code, out, err = run_main(main, project.root, [], (
+        "verify", "--transport", "docker", "--image", "lab/ddp:test", "--hosts", "image",
+        "--min-gpus", "0", "--format", "json"))
+    assert code == 0, out + err
+    doc = json.loads(out)
+    assert doc["hosts"][0]["packages"] == 9
+    assert [f for f in doc["findings"] if f["severity"] != "info"] == []
+
+
+def test_image_with_a_changed_package_is_named(engine: tuple[dockerd.Engine, str],
+                                               project: Project) -> None:
+    _, base = engine
+    code, _, err = _build(project, base, "--lockfile", "cpu.lock.yml", "-t", "lab/ddp:old")
+    assert code == 0, err[-3000:]
+    code, out, _ = run_main(main, project.root, [], (
+        "verify", "--transport", "docker", "--image", "lab/ddp:old", "--hosts", "image",
+        "--min-gpus", "0", "--format", "json"))
+    assert code == 1
+    found = [(f["kind"], f["subject"]) for f in json.loads(out)["findings"]]
+    assert ("build-differs", "pytorch") in found  # cpu_ build where the lock has cuda118
+
+
+def test_default_tag_cache_hit_and_failed_build(engine: tuple[dockerd.Engine, str],
+                                                project: Project) -> None:
+    _, base = engine
+    code, out, err = _build(project, base)
+    assert code == 0, err[-3000:]
+    assert "built envtool/ddp:" in out
+    assert "Using cache" in err  # unchanged lock: every layer from the cache
+    before = _docker("ps", "-aq").stdout.split()
+    code, _, err = _build(project, "local/does-not-exist:1")
+    assert code == 1 and "docker build failed" in err and err.count("\n") >= 1
+    assert _docker("ps", "-aq").stdout.split() == before  # forcerm: no container left
