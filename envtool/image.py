@@ -41,6 +41,7 @@ class BuildOptions:
     env_name: str = "ddp"
     platform: str = "linux-64"
     builder_python: str = "3.11"
+    target: str | None = None  # a Dockerfile stage ("builder": the single-stage equivalent)
     extra_labels: dict[str, str] = field(default_factory=dict)
 
 
@@ -93,14 +94,38 @@ def default_tag(env_name: str, labels: dict[str, str]) -> str:
     return f"envtool/{env_name}:{digest[:12]}"
 
 
+def _source_digest(root: Path, python: str) -> str:
+    digest = hashlib.sha256(python.encode())
+    for path in sorted([root / "pyproject.toml", *(root / "envtool").glob("*.py")]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _wheels(root: Path, into: Path, python: str) -> None:
+    """The wheels, from a cache keyed by envtool's source: an unchanged tree gives identical
+    bytes, so Docker's layer cache holds across builds."""
+    from envtool.solve import default_cache_dir
+
+    cached = default_cache_dir() / "build-wheels" / _source_digest(root, python)
+    if not cached.is_dir():
+        tmp = cached.with_name(cached.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        _fetch_wheels(root, tmp, python)
+        tmp.rename(cached)
+    for wheel in cached.glob("*.whl"):
+        shutil.copy2(wheel, into / wheel.name)
+
+
+def _fetch_wheels(root: Path, into: Path, python: str) -> None:
     """envtool's wheel and the wheels of what ``envtool install`` needs, for the builder's
     Python on x86_64, fetched here (the build itself then needs no package index)."""
     import sys
 
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
     try:
-        proc.run([*pip, "wheel", "--no-deps", "--wheel-dir", str(into), str(root)], timeout=600)
+        proc.run([*pip, "wheel", "--no-deps", "--wheel-dir", str(into), str(root)], timeout=600,
+                 env={"SOURCE_DATE_EPOCH": "315532800"})
         proc.run([*pip, "download", "--dest", str(into), "--only-binary=:all:",
                   "--python-version", python, "--platform", "manylinux_2_28_x86_64",
                   "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
@@ -145,7 +170,7 @@ def _stream(client: Any, context: Path, tag: str, options: BuildOptions, labels:
     chunks = client.api.build(
         path=str(context), tag=tag, buildargs=_build_args(options), labels=labels,
         network_mode=options.network, nocache=options.no_cache, forcerm=True, rm=True,
-        decode=True, pull=False)
+        decode=True, pull=False, target=options.target)
     for chunk in chunks:
         if "errorDetail" in chunk or "error" in chunk:
             detail = chunk.get("errorDetail", {}).get("message") or chunk.get("error", "")
