@@ -28,7 +28,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check envtool tests bench
+	$(BIN)/ruff check envtool probes tests bench examples
 	$(BIN)/mypy
 
 bench: $(STAMP)

@@ -21,24 +21,29 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))
 
 from conftest import serve  # noqa: E402
-
-from envtool import image  # noqa: E402
 from fixtures import dockerd  # noqa: E402
 from fixtures.channel import build_channel, realistic_packages  # noqa: E402
+
+from envtool import image  # noqa: E402
 
 BIN = Path(sys.executable).parent
 CACHE = Path(os.environ.get("ENVTOOL_TEST_CACHE", Path.home() / ".cache" / "envtool-tests"))
 
 
 def _size(tag: str) -> int:
-    out = subprocess.run(["docker", "image", "inspect", "--format", "{{.Size}}", tag],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Size}}", tag],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(out.stdout.strip())
 
 
 def main() -> int:
-    with tempfile.TemporaryDirectory(prefix="envtool-bench-build-",
-                                     ignore_cleanup_errors=True) as tmp:
+    with tempfile.TemporaryDirectory(
+        prefix="envtool-bench-build-", ignore_cleanup_errors=True
+    ) as tmp:
         work = Path(tmp)
         engine = dockerd.start_engine(work / "docker")
         os.environ["DOCKER_HOST"] = engine.host
@@ -48,16 +53,23 @@ def main() -> int:
             with serve(channel) as url:
                 (work / "environment.yml").write_text(
                     f"name: ddp\nchannels: [{url}]\ndependencies: [python=3.9, "
-                    "'pytorch=*=cuda118*', cudatoolkit=11.8, nccl, numpy, pip]\n")
+                    "'pytorch=*=cuda118*', cudatoolkit=11.8, nccl, numpy, pip]\n"
+                )
                 (work / "virtual-packages.yml").write_text(
-                    'subdirs:\n  linux-64:\n    packages:\n      __cuda: "11.8"\n      __glibc: "2.28"\n')
-                subprocess.run([str(BIN / "envtool"), "lock", "--cache-dir", str(work / "c")],
-                               cwd=work, check=True, capture_output=True)
+                    'subdirs:\n  linux-64:\n    packages:\n      __cuda: "11.8"\n      __glibc: "2.28"\n'
+                )
+                subprocess.run(
+                    [str(BIN / "envtool"), "lock", "--cache-dir", str(work / "c")],
+                    cwd=work,
+                    check=True,
+                    capture_output=True,
+                )
                 lock = work / "conda-lock.yml"
 
                 def build(tag: str, no_cache: bool, target: str | None = None) -> float:
-                    opts = image.BuildOptions(lock, tag, base, base, "host", no_cache,
-                                              target=target)
+                    opts = image.BuildOptions(
+                        lock, tag, base, base, "host", no_cache, target=target
+                    )
                     return image.build(opts, lambda _: None).seconds
 
                 cold = build("bench/ddp:multi", False)  # a fresh engine: nothing cached yet
@@ -67,10 +79,14 @@ def main() -> int:
         finally:
             engine.stop()
     print("lock: 9 packages from the tests' channel; base: debootstrap bookworm + python3")
-    print(f"build  cold (fresh engine) {cold:6.1f} s   unchanged lock (cache) {warm:6.1f} s   "
-          f"ratio {cold / warm:5.1f}x")
-    print(f"size   multi-stage {multi / 1e6:7.1f} MB   single-stage {single / 1e6:7.1f} MB   "
-          f"ratio {single / multi:5.2f}x")
+    print(
+        f"build  cold (fresh engine) {cold:6.1f} s   unchanged lock (cache) {warm:6.1f} s   "
+        f"ratio {cold / warm:5.1f}x"
+    )
+    print(
+        f"size   multi-stage {multi / 1e6:7.1f} MB   single-stage {single / 1e6:7.1f} MB   "
+        f"ratio {single / multi:5.2f}x"
+    )
     return 0
 
 

@@ -147,8 +147,8 @@ def install(
 
 
 def _register() -> None:
-    from envtool.cli_node import COMMANDS
     from envtool.cli_build import build
+    from envtool.cli_node import COMMANDS
     from envtool.cli_verify import verify
 
     for command in (*COMMANDS, verify, build):

@@ -21,14 +21,32 @@ PathArg = click.Path(path_type=Path)
 @click.option("--push", is_flag=True, help="Push the tag after building.")
 @click.option("--env-name", default="", help="Env name in the image (default: environment.yml's).")
 @click.option("--platform", default="linux-64", show_default=True)
-def build(lockfile: Path, tag: str | None, base: str | None, builder_image: str | None,
-          network: str | None, no_cache: bool, push: bool, env_name: str, platform: str) -> int:
+def build(
+    lockfile: Path,
+    tag: str | None,
+    base: str | None,
+    builder_image: str | None,
+    network: str | None,
+    no_cache: bool,
+    push: bool,
+    env_name: str,
+    platform: str,
+) -> int:
     """Build a Docker image with exactly the locked packages (multi-stage, hashes checked)."""
     from envtool import image, report
     from envtool.cli_verify import _env_name
 
-    options = image.BuildOptions(lockfile, tag, base, builder_image, network, no_cache, push,
-                                 env_name or _env_name(lockfile) or "ddp", platform)
+    options = image.BuildOptions(
+        lockfile,
+        tag,
+        base,
+        builder_image,
+        network,
+        no_cache,
+        push,
+        env_name or _env_name(lockfile) or "ddp",
+        platform,
+    )
     with report.BuildLog() as log:
         result = image.build(options, log.line)
     report.build_result(result)

@@ -66,8 +66,13 @@ def source_root() -> Path:
 
 def _git_revision(root: Path) -> str:
     try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=False)
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except OSError:
         return "unknown"
     return out.stdout.strip() or "unknown"
@@ -80,7 +85,8 @@ def labels_for(lock_path: Path, platform: str, root: Path) -> dict[str, str]:
         "org.opencontainers.image.source": REPO_URL,
         "org.opencontainers.image.revision": _git_revision(root),
         "org.opencontainers.image.created": datetime.now(timezone.utc).strftime(
-            "%Y-%m-%dT%H:%M:%SZ"),
+            "%Y-%m-%dT%H:%M:%SZ"
+        ),
         "org.opencontainers.image.title": "envtool environment",
         "io.envtool.lockfile.sha256": hashlib.sha256(lock_path.read_bytes()).hexdigest(),
         "io.envtool.lock.content-hash": data.metadata.hash_for(platform) or "",
@@ -124,12 +130,31 @@ def _fetch_wheels(root: Path, into: Path, python: str) -> None:
 
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
     try:
-        proc.run([*pip, "wheel", "--no-deps", "--wheel-dir", str(into), str(root)], timeout=600,
-                 env={"SOURCE_DATE_EPOCH": "315532800"})
-        proc.run([*pip, "download", "--dest", str(into), "--only-binary=:all:",
-                  "--python-version", python, "--platform", "manylinux_2_28_x86_64",
-                  "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
-                  "--no-deps", *RUNTIME_REQUIREMENTS], timeout=600)
+        proc.run(
+            [*pip, "wheel", "--no-deps", "--wheel-dir", str(into), str(root)],
+            timeout=600,
+            env={"SOURCE_DATE_EPOCH": "315532800"},
+        )
+        proc.run(
+            [
+                *pip,
+                "download",
+                "--dest",
+                str(into),
+                "--only-binary=:all:",
+                "--python-version",
+                python,
+                "--platform",
+                "manylinux_2_28_x86_64",
+                "--platform",
+                "manylinux_2_17_x86_64",
+                "--platform",
+                "manylinux2014_x86_64",
+                "--no-deps",
+                *RUNTIME_REQUIREMENTS,
+            ],
+            timeout=600,
+        )
     except proc.ProcessError as exc:
         raise BuildError(f"cannot fetch the wheels for the builder: {exc}") from None
 
@@ -137,8 +162,9 @@ def _fetch_wheels(root: Path, into: Path, python: str) -> None:
 def _context(root: Path, lock_path: Path, into: Path, python: str) -> None:
     """The build context: Dockerfile, the probes, the wheels and the lock, nothing else."""
     shutil.copy2(root / "Dockerfile", into / "Dockerfile")
-    shutil.copytree(root / "probes", into / "probes",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        root / "probes", into / "probes", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
     (into / "wheels").mkdir()
     _wheels(root, into / "wheels", python)
     shutil.copy2(lock_path, into / "conda-lock.yml")
@@ -151,7 +177,9 @@ def _client() -> Any:
         client = docker.from_env(timeout=600)
         client.ping()
     except docker.errors.DockerException as exc:
-        raise InputError(f"no Docker engine: {str(exc).splitlines()[0]} (set DOCKER_HOST)") from None
+        raise InputError(
+            f"no Docker engine: {str(exc).splitlines()[0]} (set DOCKER_HOST)"
+        ) from None
     return client
 
 
@@ -164,18 +192,35 @@ def _build_args(options: BuildOptions) -> dict[str, str]:
     return args
 
 
-def _stream(client: Any, context: Path, tag: str, options: BuildOptions, labels: dict[str, str],
-            on_line: Callable[[str], None]) -> str:
+def _stream(
+    client: Any,
+    context: Path,
+    tag: str,
+    options: BuildOptions,
+    labels: dict[str, str],
+    on_line: Callable[[str], None],
+) -> str:
     image_id, last = "", ""
     chunks = client.api.build(
-        path=str(context), tag=tag, buildargs=_build_args(options), labels=labels,
-        network_mode=options.network, nocache=options.no_cache, forcerm=True, rm=True,
-        decode=True, pull=False, target=options.target)
+        path=str(context),
+        tag=tag,
+        buildargs=_build_args(options),
+        labels=labels,
+        network_mode=options.network,
+        nocache=options.no_cache,
+        forcerm=True,
+        rm=True,
+        decode=True,
+        pull=False,
+        target=options.target,
+    )
     for chunk in chunks:
         if "errorDetail" in chunk or "error" in chunk:
             detail = chunk.get("errorDetail", {}).get("message") or chunk.get("error", "")
-            raise BuildError(f"docker build failed: {' '.join(str(detail).split())[:400]}"
-                             + (f" (after: {last[:200]})" if last else ""))
+            raise BuildError(
+                f"docker build failed: {' '.join(str(detail).split())[:400]}"
+                + (f" (after: {last[:200]})" if last else "")
+            )
         text = str(chunk.get("stream", "")).rstrip()
         if text:
             last = text
@@ -205,8 +250,9 @@ def build(options: BuildOptions, on_line: Callable[[str], None]) -> BuildResult:
             raise BuildError(f"docker build failed: {exc.explanation or exc}") from None
     if options.push:
         _push(client, tag, on_line)
-    return BuildResult(tag, image_id, time.monotonic() - start, tuple(sorted(labels.items())),
-                       options.push)
+    return BuildResult(
+        tag, image_id, time.monotonic() - start, tuple(sorted(labels.items())), options.push
+    )
 
 
 def _push(client: Any, tag: str, on_line: Callable[[str], None]) -> None:

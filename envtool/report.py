@@ -15,8 +15,8 @@ from envtool.lock import CheckResult, LockResult
 from envtool.models import Environment, Finding, HostReport
 
 if TYPE_CHECKING:
-    from envtool.nccl import NcclRun
     from envtool.image import BuildResult
+    from envtool.nccl import NcclRun
     from envtool.verify import VerifyResult
 
 

@@ -142,10 +142,18 @@ def decide(
             part = problem.split(":", 1)[0]
             if "no conda environment at" in problem:
                 where = problem.split("no conda environment at", 1)[1].split(" (")[0].strip()
-                findings.append(Finding(
-                    "env-missing", "error", "environment", "the locked conda environment",
-                    f"none at {where}", "envtool install --lockfile conda-lock.yml --prefix "
-                    "PREFIX on the node (or pass --prefix)", (r.host,)))
+                findings.append(
+                    Finding(
+                        "env-missing",
+                        "error",
+                        "environment",
+                        "the locked conda environment",
+                        f"none at {where}",
+                        "envtool install --lockfile conda-lock.yml --prefix "
+                        "PREFIX on the node (or pass --prefix)",
+                        (r.host,),
+                    )
+                )
                 continue
             findings.append(
                 Finding(

@@ -54,7 +54,8 @@ def main() -> int:
         (work / "virtual-packages.yml").write_text(VIRTUAL)
         env = ENV.format(channel=channel.as_uri())
         drifted = env.replace("pytorch=*=cuda118*", "pytorch=*=cpu*").replace(
-            "nccl=2.18.3.1", "nccl=2.16.5.1")
+            "nccl=2.18.3.1", "nccl=2.16.5.1"
+        )
         (work / "environment.yml").write_text(drifted)
         envtool(work, "lock", "--lockfile", "drifted.lock.yml")
         envtool(work, "install", "--lockfile", "drifted.lock.yml", "--prefix", "node3-env")
@@ -64,11 +65,24 @@ def main() -> int:
         for node in ("node1", "node2"):
             envtool(work, "install", "--prefix", f"{node}-env")
         cluster = sshnodes.start_cluster(
-            work / "ssh", [{"CONDA_PREFIX": str(work / f"node{i}-env")} for i in (1, 2, 3)])
-        print("\nthree sshd nodes on 127.0.0.2-4; node3 was installed from another spec "
-              "and has pip's torch on top\n", flush=True)
-        code = envtool(work, "verify", "--hosts", "node[1-3]", "-F", str(cluster.ssh_config),
-                       "--min-gpus", "0", check=False)
+            work / "ssh", [{"CONDA_PREFIX": str(work / f"node{i}-env")} for i in (1, 2, 3)]
+        )
+        print(
+            "\nthree sshd nodes on 127.0.0.2-4; node3 was installed from another spec "
+            "and has pip's torch on top\n",
+            flush=True,
+        )
+        code = envtool(
+            work,
+            "verify",
+            "--hosts",
+            "node[1-3]",
+            "-F",
+            str(cluster.ssh_config),
+            "--min-gpus",
+            "0",
+            check=False,
+        )
         print(f"\nenvtool verify exited {code} (1: findings of severity error)")
         return 0 if code == 1 else 1
     finally:

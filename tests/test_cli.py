@@ -60,3 +60,13 @@ def test_importing_the_cli_loads_no_heavy_dependency() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_build_without_a_docker_engine_is_one_line(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from conftest import run_main
+
+    from envtool.cli import main
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no.sock")
+    code, _, err = run_main(main, REPO, [], ("build", "-t", "x/y:z"))
+    assert code == 2 and "no Docker engine" in err and err.count("\n") == 1

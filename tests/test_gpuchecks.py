@@ -132,11 +132,21 @@ def test_baseline_from_nccl_log_and_from_a_json_report(tmp_path) -> None:  # typ
         "#       size         count      type   redop    root     time   algbw   busbw #wrong"
         "     time   algbw   busbw #wrong\n"
         "   134217728      33554432     float     sum      -1    613.3  218.85  382.99      0"
-        "    614.3  218.48  382.34      0\n")
+        "    614.3  218.48  382.34      0\n"
+    )
     assert verify.baseline_busbw(log) == pytest.approx(382.99)
     report = tmp_path / "report.json"
-    report.write_text(json.dumps({"schema": "envtool.verify/1", "hosts": [
-        {"host": "a", "allreduce": {"peak_busbw": 410.5}}, {"host": "b", "allreduce": None}]}))
+    report.write_text(
+        json.dumps(
+            {
+                "schema": "envtool.verify/1",
+                "hosts": [
+                    {"host": "a", "allreduce": {"peak_busbw": 410.5}},
+                    {"host": "b", "allreduce": None},
+                ],
+            }
+        )
+    )
     assert verify.baseline_busbw(report) == 410.5
     report.write_text('{"hosts": [{"host": "a", "allreduce": null}]}')
     with pytest.raises(InputError, match="no all-reduce result"):

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from conftest import VIRTUAL_CUDA, Project, require, run_main, serve
-
-from envtool.cli import main
 from fixtures import dockerd
 from fixtures.channel import build_channel, realistic_packages
+
+from envtool.cli import main
 
 ENV = """\
 name: ddp
@@ -58,13 +58,18 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
 
 
 def _build(proj: Project, base: str, *extra: str) -> tuple[int, str, str]:
-    return run_main(main, proj.root, [], ("build", "--base", base, "--builder-image", base,
-                                          "--network", "host", *extra))
+    return run_main(
+        main,
+        proj.root,
+        [],
+        ("build", "--base", base, "--builder-image", base, "--network", "host", *extra),
+    )
 
 
 def _docker(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=300,
-                          check=False)
+    return subprocess.run(
+        ["docker", *args], capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def test_build_run_inspect_and_verify(engine: tuple[dockerd.Engine, str], project: Project) -> None:
@@ -84,30 +89,62 @@ def test_build_run_inspect_and_verify(engine: tuple[dockerd.Engine, str], projec
     lock_sha = hashlib.sha256((project.root / "conda-lock.yml").read_bytes()).hexdigest()
     assert labels["io.envtool.lockfile.sha256"] == lock_sha
     assert labels["org.opencontainers.image.source"].startswith("https://")
-    code, out, err = run_main(main, project.root, [], (
-        "verify", "--transport", "docker", "--image", "lab/ddp:test", "--hosts", "image",
-        "--min-gpus", "0", "--format", "json"))
+    code, out, err = run_main(
+        main,
+        project.root,
+        [],
+        (
+            "verify",
+            "--transport",
+            "docker",
+            "--image",
+            "lab/ddp:test",
+            "--hosts",
+            "image",
+            "--min-gpus",
+            "0",
+            "--format",
+            "json",
+        ),
+    )
     assert code == 0, out + err
     doc = json.loads(out)
     assert doc["hosts"][0]["packages"] == 9
     assert [f for f in doc["findings"] if f["severity"] != "info"] == []
 
 
-def test_image_with_a_changed_package_is_named(engine: tuple[dockerd.Engine, str],
-                                               project: Project) -> None:
+def test_image_with_a_changed_package_is_named(
+    engine: tuple[dockerd.Engine, str], project: Project
+) -> None:
     _, base = engine
     code, _, err = _build(project, base, "--lockfile", "cpu.lock.yml", "-t", "lab/ddp:old")
     assert code == 0, err[-3000:]
-    code, out, _ = run_main(main, project.root, [], (
-        "verify", "--transport", "docker", "--image", "lab/ddp:old", "--hosts", "image",
-        "--min-gpus", "0", "--format", "json"))
+    code, out, _ = run_main(
+        main,
+        project.root,
+        [],
+        (
+            "verify",
+            "--transport",
+            "docker",
+            "--image",
+            "lab/ddp:old",
+            "--hosts",
+            "image",
+            "--min-gpus",
+            "0",
+            "--format",
+            "json",
+        ),
+    )
     assert code == 1
     found = [(f["kind"], f["subject"]) for f in json.loads(out)["findings"]]
     assert ("build-differs", "pytorch") in found  # cpu_ build where the lock has cuda118
 
 
-def test_default_tag_cache_hit_and_failed_build(engine: tuple[dockerd.Engine, str],
-                                                project: Project) -> None:
+def test_default_tag_cache_hit_and_failed_build(
+    engine: tuple[dockerd.Engine, str], project: Project
+) -> None:
     _, base = engine
     code, out, err = _build(project, base)
     assert code == 0, err[-3000:]
