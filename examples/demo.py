@@ -19,6 +19,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fixtures import sshnodes  # noqa: E402
 from fixtures.channel import build_channel, realistic_packages  # noqa: E402
+from fixtures.prefixes import add_dist_info  # noqa: E402
 
 ENV = """\
 name: ddp
@@ -33,14 +34,6 @@ def envtool(work: Path, *args: str, check: bool = True) -> int:
     """Run the envtool CLI in ``work``, its output shown."""
     print(f"$ envtool {' '.join(args)}", flush=True)
     return subprocess.run([str(BIN / "envtool"), *args], cwd=work, check=check).returncode
-
-
-def _pip_torch(prefix: Path) -> None:
-    info = prefix / "lib/python3.9/site-packages/torch-2.3.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.3.0\n")
-    (info / "INSTALLER").write_text("pip\n")
-    (info / "RECORD").write_text("torch-2.3.0.dist-info/METADATA,,\n")
 
 
 def main() -> int:
@@ -59,7 +52,7 @@ def main() -> int:
         (work / "environment.yml").write_text(drifted)
         envtool(work, "lock", "--lockfile", "drifted.lock.yml")
         envtool(work, "install", "--lockfile", "drifted.lock.yml", "--prefix", "node3-env")
-        _pip_torch(work / "node3-env")
+        add_dist_info(work / "node3-env", "torch", "2.3.0")  # pip install torch
         (work / "environment.yml").write_text(env)
         envtool(work, "lock")
         for node in ("node1", "node2"):

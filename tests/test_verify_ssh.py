@@ -13,6 +13,7 @@ import pytest
 from conftest import VIRTUAL_CUDA, Project, require, run_main
 from fixtures import sshnodes
 from fixtures.channel import build_channel, realistic_packages
+from fixtures.prefixes import add_dist_info
 
 from envtool.cli import main
 
@@ -31,15 +32,6 @@ dependencies:
 DRIFTED_ENV = GOOD_ENV.replace("pytorch=*=cuda118*", "pytorch=*=cpu*").replace(
     "nccl=2.18.3.1", "nccl=2.16.5.1"
 )
-
-
-def _pip_torch(prefix: Path) -> None:
-    """What `pip install torch` leaves in site-packages: a dist-info no conda record owns."""
-    info = prefix / "lib/python3.9/site-packages/torch-2.3.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.3.0\n")
-    (info / "INSTALLER").write_text("pip\n")
-    (info / "RECORD").write_text("torch-2.3.0.dist-info/METADATA,,\n")
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +54,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, ssh
         )
         assert code == 0, err
         prefixes.append(prefix)
-    _pip_torch(prefixes[2])
+    add_dist_info(prefixes[2], "torch", "2.3.0")  # what pip install torch leaves
     proj.write_env(GOOD_ENV.format(channel=channel.as_uri()))
     assert proj.run("lock")[0] == 0
     cluster = sshnodes.start_cluster(root / "ssh", [{"CONDA_PREFIX": str(p)} for p in prefixes])
