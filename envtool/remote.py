@@ -115,6 +115,11 @@ def _ssh_argv(host: Host, options: FanoutOptions, script: str) -> list[str]:
     return [*argv, "--", host.target, script]
 
 
+def host_has_nvidia_gpus() -> bool:
+    """An NVIDIA driver on this machine: containers then get ``--gpus all``."""
+    return Path("/proc/driver/nvidia/version").exists()
+
+
 def argv_for(host: Host, options: FanoutOptions) -> list[str]:
     """The command that runs the bundle on ``host`` through the chosen transport."""
     script = node_script(options)
@@ -126,19 +131,9 @@ def argv_for(host: Host, options: FanoutOptions) -> list[str]:
         if not options.docker_target:
             raise InputError("--transport docker needs --image IMAGE or --container NAME")
         if options.docker_run:
-            return [
-                "docker",
-                "run",
-                "--rm",
-                "-i",
-                "--network",
-                "none",
-                "--entrypoint",
-                "sh",
-                options.docker_target,
-                "-c",
-                script,
-            ]
+            gpus = ["--gpus", "all"] if host_has_nvidia_gpus() else []
+            return ["docker", "run", "--rm", "-i", "--network", "none", *gpus,
+                    "--entrypoint", "sh", options.docker_target, "-c", script]
         return ["docker", "exec", "-i", options.docker_target, "sh", "-c", script]
     raise InputError(f"unknown transport {options.transport!r} (known: {', '.join(TRANSPORTS)})")
 

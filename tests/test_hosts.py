@@ -97,3 +97,20 @@ def test_duplicates_and_empty(tmp_path: Path) -> None:
         hosts.resolve(str(path))
     with pytest.raises(InputError, match="hosts file not found"):
         hosts.resolve(str(tmp_path / "nope" / "hosts.txt"))
+
+
+def test_docker_transport_argv(monkeypatch: pytest.MonkeyPatch) -> None:
+    from envtool import remote
+
+    host = hosts.Host("image")
+    options = remote.FanoutOptions(transport="docker", docker_target="lab/ddp:1", docker_run=True)
+    monkeypatch.setattr(remote, "host_has_nvidia_gpus", lambda: False)
+    argv = remote.argv_for(host, options)
+    assert argv[:6] == ["docker", "run", "--rm", "-i", "--network", "none"]
+    assert "--gpus" not in argv
+    monkeypatch.setattr(remote, "host_has_nvidia_gpus", lambda: True)
+    assert remote.argv_for(host, options)[6:8] == ["--gpus", "all"]
+    ssh = remote.argv_for(hosts.Host("gpu01", "alice", 2222), remote.FanoutOptions())
+    assert ssh[:4] == ["ssh", "-oBatchMode=yes", "-oForwardAgent=no", "-oForwardX11=no"]
+    assert ssh[-3] == "--" and ssh[-2] == "alice@gpu01" and "-p" in ssh
+    assert "StrictHostKeyChecking=no" not in " ".join(ssh)
