@@ -39,8 +39,13 @@ def _env_name(lock_path: Path | None) -> str:
 @click.option("--no-lock", is_flag=True, help="Compare nodes with each other only.")
 @click.option("--platform", default="linux-64", show_default=True)
 @click.option(
-    "--transport", type=click.Choice(["ssh", "local", "docker"]), default="ssh", show_default=True
+    "--transport",
+    type=click.Choice(["ssh", "local", "docker", "slurm"]),
+    default="ssh",
+    show_default=True,
 )
+@click.option("--partition", help="--transport slurm outside an allocation: srun's partition.")
+@click.option("--time", "time_limit", help="--transport slurm outside an allocation: srun --time.")
 @click.option("--image", help="--transport docker: run the probes in a new container of IMAGE.")
 @click.option("--container", help="--transport docker: run the probes in a running container.")
 @click.option("--fanout", type=int, default=64, show_default=True, help="Hosts probed at once.")
@@ -99,6 +104,8 @@ def verify(
     no_lock: bool,
     platform: str,
     transport: str,
+    partition: str | None,
+    time_limit: str | None,
     image: str | None,
     container: str | None,
     fanout: int,
@@ -137,6 +144,9 @@ def verify(
         env_name=_env_name(lock_path),
         docker_target=image or container or "",
         docker_run=image is not None,
+        slurm_args=tuple(
+            f"--{k}={v}" for k, v in (("partition", partition), ("time", time_limit)) if v
+        ),
     )
     host_list = hosts.resolve(hosts_spec)
     options = verify_mod.VerifyOptions(

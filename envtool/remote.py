@@ -20,7 +20,8 @@ from envtool import proc
 from envtool.errors import InputError
 from envtool.hosts import Host
 
-TRANSPORTS = ("ssh", "local", "docker")
+TRANSPORTS = ("ssh", "local", "docker", "slurm")
+NODE_VAR = '"${SLURMD_NODENAME:-$(hostname)}"'  # what {node} in --prefix becomes on the node
 # Conda's usual env dirs, searched on the node for the env named in environment.yml.
 ENV_DIRS = (
     "$HOME/miniforge3/envs",
@@ -49,6 +50,7 @@ class FanoutOptions:
     node_args: tuple[str, ...] = ()  # passed to node.py
     docker_target: str = ""  # container name (docker exec) or image (docker run)
     docker_run: bool = False
+    slurm_args: tuple[str, ...] = ()  # --partition/--time for an srun outside an allocation
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,8 @@ class HostResult:
 def _python_choice(options: FanoutOptions) -> str:
     """sh that sets $py to the environment's interpreter on the node."""
     if options.prefix:
-        return f"py={shlex.quote(options.prefix.rstrip('/') + '/bin/python')}"
+        parts = (options.prefix.rstrip("/") + "/bin/python").split("{node}")
+        return "py=" + NODE_VAR.join(shlex.quote(p) for p in parts)
     candidates = []
     if options.env_name:
         candidates = [f'"{d}/{options.env_name}/bin/python"' for d in ENV_DIRS]
@@ -132,8 +135,20 @@ def argv_for(host: Host, options: FanoutOptions) -> list[str]:
             raise InputError("--transport docker needs --image IMAGE or --container NAME")
         if options.docker_run:
             gpus = ["--gpus", "all"] if host_has_nvidia_gpus() else []
-            return ["docker", "run", "--rm", "-i", "--network", "none", *gpus,
-                    "--entrypoint", "sh", options.docker_target, "-c", script]
+            return [
+                "docker",
+                "run",
+                "--rm",
+                "-i",
+                "--network",
+                "none",
+                *gpus,
+                "--entrypoint",
+                "sh",
+                options.docker_target,
+                "-c",
+                script,
+            ]
         return ["docker", "exec", "-i", options.docker_target, "sh", "-c", script]
     raise InputError(f"unknown transport {options.transport!r} (known: {', '.join(TRANSPORTS)})")
 
@@ -187,3 +202,87 @@ def run_all(
             if on_done is not None:
                 on_done(res)
     return [results[h] for h in hosts]
+
+
+def _srun_argv(hosts: Sequence[Host], options: FanoutOptions) -> list[str]:
+    from ClusterShell.NodeSet import NodeSet
+
+    nodes = str(NodeSet.fromlist([h.name for h in hosts]))
+    return [
+        "srun",
+        f"--nodes={len(hosts)}",
+        "--ntasks-per-node=1",
+        f"--nodelist={nodes}",
+        "--input=all",
+        "--label",
+        "--kill-on-bad-exit=0",
+        "--job-name=envtool-verify",
+        *options.slurm_args,
+        "sh",
+        "-c",
+        node_script(options),
+    ]
+
+
+def run_slurm(hosts: Sequence[Host], options: FanoutOptions, bundle: bytes) -> list[HostResult]:
+    """One ``srun`` step, one task per node, the bundle broadcast on stdin (``--input=all``);
+    answers are keyed by the node name each one reports (SLURMD_NODENAME)."""
+    start = time.monotonic()
+    deadline = options.timeout + options.connect_timeout + 30.0
+    try:
+        result = proc.run(_srun_argv(hosts, options), input=bundle, timeout=deadline, check=False)
+        out, err, why = result.stdout, result.stderr, f"srun exited {result.returncode}"
+    except proc.ProcessError as exc:
+        out = exc.result.stdout if exc.result else ""
+        err, why = (exc.result.stderr if exc.result else ""), str(exc)
+    seconds = time.monotonic() - start
+    answers = _by_node(out)
+    last = [ln for ln in err.splitlines() if ln.strip()]
+    detail = f"{why}: {last[-1][:300]}" if last else why
+    return [
+        HostResult(h, True, answers[h.name], "", seconds)
+        if h.name in answers
+        else HostResult(
+            h, False, "", f"no answer from this node's srun task ({detail})", seconds, 1
+        )
+        for h in hosts
+    ]
+
+
+SRUN_CHUNK = 1024  # srun --label cuts a task's long lines into labelled pieces of this size
+
+
+def _task_texts(output: str) -> dict[str, str]:
+    """Each task's stdout, re-joined from srun's ``--label`` pieces."""
+    texts: dict[str, list[str]] = {}
+    cut: dict[str, bool] = {}  # whether the task's last piece was cut at SRUN_CHUNK
+    for line in output.splitlines():
+        task, sep, text = line.partition(": ")
+        if not sep or not task.strip().isdigit():
+            continue
+        task = task.strip()
+        pieces = texts.setdefault(task, [])
+        if pieces and cut.get(task):
+            pieces[-1] += text
+        else:
+            pieces.append(text)
+        cut[task] = len(text) >= SRUN_CHUNK
+    return {task: "\n".join(pieces) for task, pieces in texts.items()}
+
+
+def _by_node(output: str) -> dict[str, str]:
+    """Each node's JSON document, keyed by the "node" field it reports."""
+    import json
+
+    answers: dict[str, str] = {}
+    for text in _task_texts(output).values():
+        for line in text.splitlines():
+            if not line.startswith("{"):
+                continue
+            try:
+                node = json.loads(line).get("node")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(node, str) and node not in answers:
+                answers[node] = line
+    return answers

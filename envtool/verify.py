@@ -196,7 +196,10 @@ def verify(
     if options.baseline is not None:
         baseline_busbw(options.baseline)  # bad input is reported before anything starts
     fan = replace(options.fanout, node_args=_node_args(options))
-    results = remote.run_all(options.hosts, fan, probes.bundle(), on_done)
+    if fan.transport == "slurm":
+        results = remote.run_slurm(options.hosts, fan, probes.bundle())
+    else:
+        results = remote.run_all(options.hosts, fan, probes.bundle(), on_done)
     reports = [
         probes.host_report(r.host.target, r.ok, r.stdout, r.error, r.seconds) for r in results
     ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import sys
 from typing import Any
 
@@ -49,7 +50,8 @@ def _allreduce(args: list[str]) -> dict[str, Any]:
 def collect(prefix: str, use_torch: bool, allreduce_args: list[str] | None) -> dict[str, Any]:
     """The node document; every part guarded."""
     gpu_facts = _sibling("gpu_facts")
-    doc: dict[str, Any] = {"schema": SCHEMA, "prefix": prefix}
+    node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    doc: dict[str, Any] = {"schema": SCHEMA, "prefix": prefix, "node": node}
     for key, part in (
         ("export", lambda: _export(prefix)),
         ("facts", lambda: gpu_facts.collect(use_torch=use_torch)),

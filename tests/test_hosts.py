@@ -114,3 +114,21 @@ def test_docker_transport_argv(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ssh[:4] == ["ssh", "-oBatchMode=yes", "-oForwardAgent=no", "-oForwardX11=no"]
     assert ssh[-3] == "--" and ssh[-2] == "alice@gpu01" and "-p" in ssh
     assert "StrictHostKeyChecking=no" not in " ".join(ssh)
+
+
+def test_srun_label_pieces_are_rejoined() -> None:
+    from envtool import remote
+
+    doc = '{"node": "node7", "pad": "' + "x" * 2500 + '"}'
+    pieces = [doc[i : i + 1024] for i in range(0, len(doc), 1024)]
+    output = "\n".join(
+        [
+            *(f"1: {p}" for p in pieces[:2]),
+            "0: garbage",
+            f"1: {pieces[2]}",
+            "1: a second line",
+            '0: {"node": "node6"}',
+        ]
+    )
+    answers = remote._by_node(output)
+    assert answers == {"node7": doc, "node6": '{"node": "node6"}'}

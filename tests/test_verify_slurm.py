@@ -1,0 +1,128 @@
+"""``envtool verify --transport slurm`` on a real Slurm cluster (slurmctld + 4 slurmd)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import VIRTUAL_CUDA, Project, require, run_main
+from fixtures import slurm
+from fixtures.channel import build_channel, realistic_packages
+
+from envtool.cli import main
+
+ENV = """\
+name: ddp
+channels: [{channel}]
+dependencies: [python=3.9, "pytorch=*={build}*", cudatoolkit=11.8, nccl, numpy, pip]
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, Path]]:
+    """node1, node2: the lock; node3: a cpu pytorch build; node4: its python fails."""
+    require(
+        slurm.available(),
+        "Slurm is not installed (apt-get install slurmctld slurmd slurm-client munge)",
+    )
+    root = tmp_path_factory.mktemp("slurmlab")
+    channel = build_channel(root / "channel", realistic_packages(python_exe=sys.executable))
+    proj = Project(root / "proj", channel, root / "cache")
+    proj.root.mkdir()
+    (proj.root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
+    for lock, build in (("cpu.lock.yml", "cpu"), ("conda-lock.yml", "cuda118")):
+        proj.write_env(ENV.format(channel=channel.as_uri(), build=build))
+        code, _, err = proj.run("lock", "--lockfile", lock)
+        assert code == 0, err
+    for node, lock in (
+        ("node1", "conda-lock.yml"),
+        ("node2", "conda-lock.yml"),
+        ("node3", "cpu.lock.yml"),
+    ):
+        code, _, err = proj.run(
+            "install", "--lockfile", lock, "--prefix", str(root / "envs" / node), "--allow-stale"
+        )
+        assert code == 0, err
+    broken = root / "envs" / "node4" / "bin"
+    broken.mkdir(parents=True)
+    (broken / "python").write_text("#!/bin/sh\necho 'node4: python is broken' >&2\nexit 3\n")
+    (broken / "python").chmod(0o755)
+    cluster = slurm.start(root / "slurm", nodes=4)
+    old = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(cluster.conf)
+    try:
+        yield proj, root / "envs"
+    finally:
+        cluster.stop()
+        if old is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old
+
+
+def test_slurm_finds_the_drifted_and_the_failed_node(lab: tuple[Project, Path]) -> None:
+    proj, envs = lab
+    code, out, err = run_main(
+        main,
+        proj.root,
+        [],
+        (
+            "verify",
+            "--transport",
+            "slurm",
+            "--hosts",
+            "node[1-4]",
+            "--prefix",
+            f"{envs}/{{node}}",
+            "--min-gpus",
+            "0",
+            "--timeout",
+            "60",
+            "--format",
+            "json",
+        ),
+    )
+    assert code == 1, err
+    doc = json.loads(out)
+    ok = {h["host"]: h["ok"] for h in doc["hosts"]}
+    assert ok == {"node1": True, "node2": True, "node3": True, "node4": False}
+    found = {(f["kind"], f["subject"]): f["hosts"] for f in doc["findings"]}
+    assert found[("build-differs", "pytorch")] == ["node3"]
+    assert found[("unreachable", "host")] == ["node4"]
+    assert not any(
+        h in ("node1", "node2")
+        for f in doc["findings"]
+        if f["severity"] == "error"
+        for h in f["hosts"]
+    )
+
+
+def test_slurm_nodes_from_the_allocation(
+    lab: tuple[Project, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj, envs = lab
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "node[1-2]")
+    code, out, err = run_main(
+        main,
+        proj.root,
+        [],
+        (
+            "verify",
+            "--transport",
+            "slurm",
+            "--prefix",
+            f"{envs}/{{node}}",
+            "--min-gpus",
+            "0",
+            "--timeout",
+            "60",
+            "--format",
+            "json",
+        ),
+    )
+    assert code == 0, out + err
+    assert [h["host"] for h in json.loads(out)["hosts"]] == ["node1", "node2"]
