@@ -126,3 +126,19 @@ def test_slurm_nodes_from_the_allocation(
     )
     assert code == 0, out + err
     assert [h["host"] for h in json.loads(out)["hosts"]] == ["node1", "node2"]
+
+
+def test_cluster_allreduce_in_one_srun_step(lab: tuple[Project, Path]) -> None:
+    require(__import__("importlib").util.find_spec("torch") is not None, "torch is not installed")
+    from fixtures.sshnodes import free_port
+
+    proj, envs = lab
+    code, out, err = run_main(main, proj.root, [], (
+        "verify", "--transport", "slurm", "--hosts", "node[1-2]", "--prefix",
+        f"{envs}/{{node}}", "--min-gpus", "0", "--timeout", "90", "--format", "json",
+        "--allreduce", "cluster", "--rdzv-endpoint", f"127.0.0.1:{free_port()}",
+        "--allreduce-args", "-b 1K -e 4K -f 4 -n 2 -w 1 --nproc 1 --backend gloo"))
+    assert code == 0, out + err
+    results = [h["allreduce"] for h in json.loads(out)["hosts"]
+               if h["allreduce"] and h["allreduce"]["nranks"]]
+    assert len(results) == 1 and results[0]["nranks"] == 2 and results[0]["wrong_total"] == 0
