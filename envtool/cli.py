@@ -149,9 +149,9 @@ def install(
 def _register() -> None:
     from envtool.cli_build import build
     from envtool.cli_node import COMMANDS
-    from envtool.cli_verify import verify
+    from envtool.cli_verify import preflight, verify
 
-    for command in (*COMMANDS, verify, build):
+    for command in (*COMMANDS, verify, preflight, build):
         cli.add_command(command)
 
 

@@ -98,6 +98,12 @@ def _env_name(lock_path: Path | None) -> str:
     show_default=True,
 )
 @click.option("--output", type=PathArg, help="Write the report here instead of stdout.")
+@click.option(
+    "--junit",
+    "junit_file",
+    type=PathArg,
+    help="Also write a JUnit report here (whatever --format is).",
+)
 def verify(
     hosts_spec: str | None,
     lockfile: Path,
@@ -124,6 +130,7 @@ def verify(
     tolerance: float,
     fmt: str,
     output: Path | None,
+    junit_file: Path | None,
 ) -> int:
     """Probe every node in parallel and report drift from the lock and from each other."""
     import shlex
@@ -165,5 +172,69 @@ def verify(
     with report.Progress(len(host_list)) as progress:
         result = verify_mod.verify(options, progress.done)
     report.verify_result(result, fmt, output)
+    if junit_file is not None:
+        report.verify_result(result, "junit", junit_file)
     failed = any(f.severity == "error" for f in result.findings)
     return EXIT_PROBLEMS if failed else EXIT_OK
+
+
+@click.command()
+@click.option("--lockfile", type=PathArg, default=Path("conda-lock.yml"), show_default=True)
+@click.option("--prefix", help="The environment's prefix on the nodes ({node}: the node name).")
+@click.option(
+    "--allreduce",
+    type=click.Choice(["off", "node", "cluster"]),
+    default="cluster",
+    show_default=True,
+)
+@click.option("--allreduce-args", default="-b 8 -e 32M -f 4 -n 10 -w 2", show_default=True)
+@click.option("--rdzv-endpoint", default="", metavar="HOST:PORT")
+@click.option("--min-gpus", type=int, default=1, show_default=True)
+@click.option("--min-busbw", type=float)
+@click.option("--baseline", type=PathArg)
+@click.option("--timeout", type=float, default=300.0, show_default=True)
+@click.option("--junit", "junit_file", type=PathArg, help="Also write a JUnit report here.")
+@click.pass_context
+def preflight(
+    ctx: click.Context,
+    lockfile: Path,
+    prefix: str | None,
+    allreduce: str,
+    allreduce_args: str,
+    rdzv_endpoint: str,
+    min_gpus: int,
+    min_busbw: float | None,
+    baseline: Path | None,
+    timeout: float,
+    junit_file: Path | None,
+) -> int:
+    """Check this Slurm allocation before training starts (put it at the top of a job script)."""
+    import os
+
+    from envtool.errors import InputError
+
+    if not os.environ.get("SLURM_JOB_ID"):
+        raise InputError(
+            "preflight runs inside a Slurm allocation (sbatch/salloc): SLURM_JOB_ID is not set"
+        )
+    common = dict(
+        lockfile=lockfile,
+        prefix=prefix,
+        allreduce=allreduce,
+        allreduce_args=allreduce_args,
+        rdzv_endpoint=rdzv_endpoint,
+        min_gpus=min_gpus,
+        min_busbw=min_busbw,
+        baseline=baseline,
+        timeout=timeout,
+        transport="slurm",
+        hosts_spec=None,
+    )
+    code: int = ctx.invoke(verify, **common, fmt="table", junit_file=junit_file)
+    if code != 0:
+        click.echo(
+            "envtool preflight: this allocation's nodes are not ready for the job "
+            "(see the findings above); stopping before training starts.",
+            err=True,
+        )
+    return code

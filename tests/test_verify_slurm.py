@@ -133,12 +133,85 @@ def test_cluster_allreduce_in_one_srun_step(lab: tuple[Project, Path]) -> None:
     from fixtures.sshnodes import free_port
 
     proj, envs = lab
-    code, out, err = run_main(main, proj.root, [], (
-        "verify", "--transport", "slurm", "--hosts", "node[1-2]", "--prefix",
-        f"{envs}/{{node}}", "--min-gpus", "0", "--timeout", "90", "--format", "json",
-        "--allreduce", "cluster", "--rdzv-endpoint", f"127.0.0.1:{free_port()}",
-        "--allreduce-args", "-b 1K -e 4K -f 4 -n 2 -w 1 --nproc 1 --backend gloo"))
+    code, out, err = run_main(
+        main,
+        proj.root,
+        [],
+        (
+            "verify",
+            "--transport",
+            "slurm",
+            "--hosts",
+            "node[1-2]",
+            "--prefix",
+            f"{envs}/{{node}}",
+            "--min-gpus",
+            "0",
+            "--timeout",
+            "90",
+            "--format",
+            "json",
+            "--allreduce",
+            "cluster",
+            "--rdzv-endpoint",
+            f"127.0.0.1:{free_port()}",
+            "--allreduce-args",
+            "-b 1K -e 4K -f 4 -n 2 -w 1 --nproc 1 --backend gloo",
+        ),
+    )
     assert code == 0, out + err
-    results = [h["allreduce"] for h in json.loads(out)["hosts"]
-               if h["allreduce"] and h["allreduce"]["nranks"]]
+    results = [
+        h["allreduce"]
+        for h in json.loads(out)["hosts"]
+        if h["allreduce"] and h["allreduce"]["nranks"]
+    ]
     assert len(results) == 1 and results[0]["nranks"] == 2 and results[0]["wrong_total"] == 0
+
+
+def _sbatch(proj: Project, envs: Path, nodes: str, tmp: Path) -> tuple[int, str]:
+    import subprocess
+
+    from conftest import REPO
+    from fixtures.sshnodes import free_port
+
+    env = {
+        **os.environ,
+        "ENVTOOL": str(Path(sys.executable).parent / "envtool"),
+        "LOCK": str(proj.root / "conda-lock.yml"),
+        "PREFIX": f"{envs}/{{node}}",
+        "PREFLIGHT_ARGS": f"--min-gpus 0 --timeout 90 --rdzv-endpoint 127.0.0.1:{free_port()}",
+        "ALLREDUCE_ARGS": "-b 1K -e 1K -n 1 -w 1 --nproc 1 --backend gloo",
+        "TRAIN_CMD": "echo TRAINING-STARTS",
+    }
+    out = subprocess.run(
+        [
+            "sbatch",
+            "--wait",
+            f"--nodelist={nodes}",
+            "--output",
+            str(tmp / "job.out"),
+            str(REPO / "docs" / "preflight-job.sh"),
+        ],
+        env=env,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return out.returncode, (tmp / "job.out").read_text()
+
+
+def test_preflight_job_script_under_sbatch(lab: tuple[Project, Path], tmp_path: Path) -> None:
+    proj, envs = lab
+    good = tmp_path / "good"
+    good.mkdir()
+    code, log = _sbatch(proj, envs, "node1,node2", good)
+    assert code == 0, log[-3000:]
+    assert "TRAINING-STARTS" in log and list(good.glob("preflight-*.xml"))
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    code, log = _sbatch(proj, envs, "node2,node3", bad)
+    assert code != 0
+    assert "TRAINING-STARTS" not in log
+    assert "build-differs" in log and "not ready for the job" in log
