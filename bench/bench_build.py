@@ -56,7 +56,7 @@ def main() -> int:
                     "'pytorch=*=cuda118*', cudatoolkit=11.8, nccl, numpy, pip]\n"
                 )
                 (work / "virtual-packages.yml").write_text(
-                    'subdirs:\n  linux-64:\n    packages:\n'
+                    "subdirs:\n  linux-64:\n    packages:\n"
                     '      __cuda: "11.8"\n      __glibc: "2.28"\n'
                 )
                 subprocess.run(
