@@ -44,6 +44,12 @@ def _env_name(lock_path: Path | None) -> str:
     default="ssh",
     show_default=True,
 )
+@click.option(
+    "--bundle-dir",
+    default="",
+    metavar="DIR",
+    help="A shared folder the nodes read: probes/ is copied there, not sent on stdin.",
+)
 @click.option("--partition", help="--transport slurm outside an allocation: srun's partition.")
 @click.option("--time", "time_limit", help="--transport slurm outside an allocation: srun --time.")
 @click.option("--image", help="--transport docker: run the probes in a new container of IMAGE.")
@@ -110,6 +116,7 @@ def verify(
     no_lock: bool,
     platform: str,
     transport: str,
+    bundle_dir: str,
     partition: str | None,
     time_limit: str | None,
     image: str | None,
@@ -151,6 +158,7 @@ def verify(
         env_name=_env_name(lock_path),
         docker_target=image or container or "",
         docker_run=image is not None,
+        bundle_dir=bundle_dir,
         slurm_args=tuple(
             f"--{k}={v}" for k, v in (("partition", partition), ("time", time_limit)) if v
         ),

@@ -145,6 +145,15 @@ def bundle() -> bytes:
     return buf.getvalue()
 
 
+def write_bundle(target: Path) -> None:
+    """Copy probes/*.py into ``target`` (a shared filesystem the nodes read, --bundle-dir)."""
+    target.mkdir(parents=True, exist_ok=True)
+    for path in sorted(probes_dir().glob("*.py")):
+        tmp = target / f".{path.name}.tmp"
+        tmp.write_bytes(path.read_bytes())
+        tmp.replace(target / path.name)
+
+
 def _opt_str(doc: dict[str, Any], key: str) -> str | None:
     value = doc.get(key)
     if value is None:

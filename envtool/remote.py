@@ -50,6 +50,7 @@ class FanoutOptions:
     node_args: tuple[str, ...] = ()  # passed to node.py
     docker_target: str = ""  # container name (docker exec) or image (docker run)
     docker_run: bool = False
+    bundle_dir: str = ""  # a shared folder holding probes/ instead of the bundle on stdin
     slurm_args: tuple[str, ...] = ()  # --partition/--time for an srun outside an allocation
 
 
@@ -86,11 +87,17 @@ def node_script(options: FanoutOptions) -> str:
     """The POSIX sh the node runs: bundle from stdin → temp dir → node.py → cleanup."""
     limit = max(1, int(options.timeout))
     args = " ".join(shlex.quote(a) for a in options.node_args)
+    if options.bundle_dir:  # the probes already sit on a filesystem every node mounts
+        fetch = f"d={shlex.quote(options.bundle_dir)}; "
+    else:
+        fetch = (
+            'd=$(mktemp -d "${TMPDIR:-/tmp}/envtool.XXXXXXXX") || exit 97; '
+            "trap 'rm -rf \"$d\"' EXIT HUP INT TERM; "
+            'tar -xzf - -C "$d" || exit 98; '
+        )
     return (
         "umask 077; "
-        'd=$(mktemp -d "${TMPDIR:-/tmp}/envtool.XXXXXXXX") || exit 97; '
-        "trap 'rm -rf \"$d\"' EXIT HUP INT TERM; "
-        'tar -xzf - -C "$d" || exit 98; '
+        f"{fetch}"
         f"{_python_choice(options)}; "
         '[ -n "$py" ] || { echo "envtool: no python on this node" >&2; exit 99; }; '
         f'if command -v timeout >/dev/null 2>&1; then t="timeout -k 5 {limit}"; else t=; fi; '

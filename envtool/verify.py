@@ -196,10 +196,14 @@ def verify(
     if options.baseline is not None:
         baseline_busbw(options.baseline)  # bad input is reported before anything starts
     fan = replace(options.fanout, node_args=_node_args(options))
+    bundle = probes.bundle()
+    if fan.bundle_dir:
+        probes.write_bundle(Path(fan.bundle_dir))
+        bundle = b""
     if fan.transport == "slurm":
-        results = remote.run_slurm(options.hosts, fan, probes.bundle())
+        results = remote.run_slurm(options.hosts, fan, bundle)
     else:
-        results = remote.run_all(options.hosts, fan, probes.bundle(), on_done)
+        results = remote.run_all(options.hosts, fan, bundle, on_done)
     reports = [
         probes.host_report(r.host.target, r.ok, r.stdout, r.error, r.seconds) for r in results
     ]

@@ -215,3 +215,31 @@ def test_preflight_job_script_under_sbatch(lab: tuple[Project, Path], tmp_path: 
     assert code != 0
     assert "TRAINING-STARTS" not in log
     assert "build-differs" in log and "not ready for the job" in log
+
+
+def test_bundle_dir_on_a_shared_filesystem(lab: tuple[Project, Path], tmp_path: Path) -> None:
+    proj, envs = lab
+    shared = tmp_path / "shared-probes"
+    code, out, err = run_main(
+        main,
+        proj.root,
+        [],
+        (
+            "verify",
+            "--transport",
+            "slurm",
+            "--hosts",
+            "node[1-2]",
+            "--prefix",
+            f"{envs}/{{node}}",
+            "--bundle-dir",
+            str(shared),
+            "--min-gpus",
+            "0",
+            "--format",
+            "json",
+        ),
+    )
+    assert code == 0, out + err
+    assert (shared / "node.py").is_file() and (shared / "export.py").is_file()
+    assert all(h["ok"] for h in json.loads(out)["hosts"])
