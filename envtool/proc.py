@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -59,6 +60,8 @@ def run(
         )
     except OSError as exc:
         raise ProcessError(f"cannot run {args[0]}: {exc.strerror}") from None
+    with _LOCK:
+        _ACTIVE.add(proc)
     try:
         data = input.encode() if isinstance(input, str) else input
         raw_out, raw_err = proc.communicate(input=data, timeout=timeout)
@@ -71,11 +74,26 @@ def run(
         _kill_group(proc)
         proc.wait()
         raise
+    finally:
+        with _LOCK:
+            _ACTIVE.discard(proc)
     result = Result(args, proc.returncode, _text(raw_out), _text(raw_err))
     if check and proc.returncode != 0:
         detail = _last_line(result.stderr) or _last_line(result.stdout) or "no output"
         raise ProcessError(f"{args[0]} exited {proc.returncode}: {detail}", result)
     return result
+
+
+_ACTIVE: set[subprocess.Popen[bytes]] = set()
+_LOCK = threading.Lock()
+
+
+def kill_all() -> None:
+    """Kill every process group still running (on Ctrl-C: no ssh or srun is left behind)."""
+    with _LOCK:
+        active = list(_ACTIVE)
+    for proc in active:
+        _kill_group(proc)
 
 
 def _text(data: bytes | None) -> str:

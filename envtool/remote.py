@@ -201,13 +201,19 @@ def run_all(
     if options.fanout < 1:
         raise InputError("--fanout must be at least 1")
     results: dict[Host, HostResult] = {}
-    with ThreadPoolExecutor(max_workers=min(options.fanout, max(1, len(hosts)))) as pool:
+    pool = ThreadPoolExecutor(max_workers=min(options.fanout, max(1, len(hosts))))
+    try:
         futures = {pool.submit(_one, h, options, bundle): h for h in hosts}
         for future in as_completed(futures):
             res = future.result()
             results[futures[future]] = res
             if on_done is not None:
                 on_done(res)
+    except BaseException:  # Ctrl-C: stop queued hosts, kill the running ssh processes
+        pool.shutdown(wait=False, cancel_futures=True)
+        proc.kill_all()
+        raise
+    pool.shutdown()
     return [results[h] for h in hosts]
 
 

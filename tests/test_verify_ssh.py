@@ -203,3 +203,47 @@ def test_cluster_allreduce_blocked_rendezvous_is_a_finding(
     failed = [f for f in json.loads(out)["findings"] if f["kind"] == "allreduce-failed"]
     assert failed and set(failed[0]["hosts"]) == {"node1", "node2"}
     assert seconds < 20 + 3 + 5 + 5
+
+
+def test_ctrl_c_exits_130_and_leaves_no_ssh_behind(
+    lab: tuple[Project, sshnodes.Cluster], tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+
+    proj, cluster = lab
+    hung = cluster.nodes[2]  # node3: paused, so verify is still waiting on it
+    hung.pause()
+    try:
+        run = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "envtool"),
+                "verify",
+                "--hosts",
+                "node1,node3",
+                "-F",
+                str(cluster.ssh_config),
+                "--timeout",
+                "60",
+                "--connect-timeout",
+                "30",
+                "--min-gpus",
+                "0",
+            ],
+            cwd=proj.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        time.sleep(3)
+        start = time.monotonic()
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=30)
+        elapsed = time.monotonic() - start
+    finally:
+        os_kill = __import__("os").kill
+        os_kill(hung.pid, signal.SIGCONT)
+    assert run.returncode == 130, err
+    assert elapsed < 10 and b"interrupted" in err and b"Traceback" not in err
+    time.sleep(0.5)
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert str(cluster.ssh_config) not in ps  # no ssh client of this run is left
