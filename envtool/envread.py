@@ -110,6 +110,8 @@ def _from_json_file(path: Path, text: str) -> Environment:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply") from None
     if isinstance(doc, dict) and isinstance(doc.get("export"), dict):
         doc = doc["export"]  # a probe document that carries an export
     return from_export_json(doc, str(path))

@@ -70,6 +70,8 @@ def parse_document(text: str, source: str, schema: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         head = text.strip()[:60].replace("\n", " ")
         raise ProblemFound(f"{source}: probe printed no valid JSON ({exc.msg}): {head!r}") from None
+    except RecursionError:
+        raise ProblemFound(f"{source}: probe printed JSON nested too deeply") from None
     if not isinstance(doc, dict) or doc.get("schema") != schema:
         raise ProblemFound(f"{source}: not a {schema} document")
     return doc
