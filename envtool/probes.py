@@ -268,10 +268,13 @@ def host_report(host: str, ok: bool, stdout: str, error: str, seconds: float) ->
         return HostReport(host, False, error=error, seconds=seconds)
     try:
         doc = parse_document(stdout, host, NODE_SCHEMA)
-    except ProblemFound as exc:
-        return HostReport(host, False, error=str(exc).removeprefix(f"{host}: "), seconds=seconds)
+    except ProblemFound as exc:  # it answered, but with garbage: a finding, not a crash
+        why = str(exc).removeprefix(f"{host}: ")
+        return HostReport(host, True, seconds=seconds, problems=(f"answer: {why}",))
     problems: list[str] = []
     env = _part(doc, problems, "export", lambda d: envread.from_export_json(d, host))
     facts = _part(doc, problems, "facts", parse_facts)
     allreduce = _part(doc, problems, "allreduce", parse_allreduce)
+    if env is None and facts is None and not problems:
+        problems.append("answer: neither an export nor GPU facts")
     return HostReport(host, True, "", env, facts, allreduce, seconds, tuple(problems))
