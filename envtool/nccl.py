@@ -1,4 +1,4 @@
-"""nccl-tests' ``all_reduce_perf`` text format: parse real logs, lay out rows the same way. Pure.
+"""nccl-tests' ``all_reduce_perf`` text format: parse real logs (layout: nccl_format.py). Pure.
 
 The layout follows nccl-tests' printing code (src/common.cu, 2.13 era, what the real logs show):
 a row is ``%12li  %12li  %8s  %6s  %6i`` then, out-of-place and in-place, ``  %7s  %6.2f  %6.2f
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -83,11 +83,11 @@ _PARAM = re.compile(r"([A-Za-z][A-Za-z ]*?):?\s+(-?[0-9]\S*)")
 _VERSION = re.compile(r"\bNCCL version (\S+)")
 _LIBRARY = re.compile(r"nccl-library=(\d+)")
 _DEBUG = re.compile(r"\bNCCL (INFO|WARN|TRACE|ABORT)\b")
-_INT = re.compile(r"-?[0-9]+")
+INT_RE = re.compile(r"-?[0-9]+")
 _FLOAT = re.compile(r"[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?")
 _STAMP = (re.compile(r"\d{4}-\d\d-\d\d"), re.compile(r"\d\d:\d\d:\d\d"))
-_NO_COLON = ("nThread", "nGpus", "minBytes", "maxBytes")
-_PARAM_KEYS = (*_NO_COLON, "step", "warmup iters", "iters", "agg iters", "validation", "graph")
+NO_COLON = ("nThread", "nGpus", "minBytes", "maxBytes")
+PARAM_KEYS = (*NO_COLON, "step", "warmup iters", "iters", "agg iters", "validation", "graph")
 
 
 @dataclass
@@ -112,7 +112,7 @@ def _short(line: str) -> str:
 
 
 def _int(b: _Builder, n: int, name: str, token: str) -> int:
-    if not _INT.fullmatch(token):
+    if not INT_RE.fullmatch(token):
         raise b.fail(n, f"{name} is not an integer: {token!r}")
     return int(token)
 
@@ -152,7 +152,7 @@ def _without_stamp(tokens: list[str]) -> list[str]:
 
 def _row(b: _Builder, n: int, line: str) -> NcclRow:
     tokens = _without_stamp(line.split())
-    if not _INT.fullmatch(tokens[0]):
+    if not INT_RE.fullmatch(tokens[0]):
         raise b.fail(n, f"not an all_reduce_perf row: {_short(line)}")
     if len(tokens) != FIELDS:
         raise b.fail(n, f"row has {len(tokens)} fields, expected {FIELDS}: {_short(line)}")
@@ -307,105 +307,3 @@ def parse_size(text: str) -> int:
 
 
 # The column header with nccl-tests' own format strings (trailing blanks included).
-_COLUMNS = (
-    "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "  # noqa: UP031
-    % ("", "", "", "", ""),
-    "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s"  # noqa: UP031
-    % ("size", "count", "type", "redop", "root", *("time", "algbw", "busbw", "#wrong") * 2),
-    "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s"  # noqa: UP031
-    % ("(B)", "(elements)", "", "", "", *("(us)", "(GB/s)", "(GB/s)", "") * 2),
-)
-
-
-def _time(us: float) -> str:
-    if us >= 10000.0:
-        return f"{us:7.0f}"
-    return f"{us:7.1f}" if us >= 100.0 else f"{us:7.2f}"
-
-
-def _token(name: str, value: str) -> str:
-    if not value or value.split() != [value]:
-        raise ValueError(f"{name} must be one non-empty word, got {value!r}")
-    return value
-
-
-def _format_result(r: NcclResult) -> str:
-    if not all(math.isfinite(v) and v >= 0 for v in (r.time_us, r.algbw, r.busbw)):
-        raise ValueError(f"times and bandwidths must be finite and non-negative: {r}")
-    # nccl-tests prints #wrong with %5g (1e+06 from a million on); %d keeps the count exact
-    wrong = "N/A" if r.wrong is None else str(r.wrong)
-    return f"  {_time(r.time_us):>7}  {r.algbw:6.2f}  {r.busbw:6.2f}  {wrong:>5}"
-
-
-def format_row(row: NcclRow) -> str:
-    """One row in all_reduce_perf's layout (no newline)."""
-    kind, redop = _token("type", row.type), _token("redop", row.redop)
-    head = f"{row.size:12d}  {row.count:12d}  {kind:>8}  {redop:>6}  {row.root:6d}"
-    return head + _format_result(row.oop) + _format_result(row.ip)
-
-
-def _defaults(rows: Sequence[NcclRow]) -> dict[str, str]:
-    sizes = [r.size for r in rows] or [0]
-    factor = sizes[1] // sizes[0] if len(sizes) > 1 and sizes[0] else 2
-    return {
-        "nThread": "1", "nGpus": "1", "minBytes": str(min(sizes)), "maxBytes": str(max(sizes)),
-        "step": f"{factor}(factor)", "warmup iters": "5", "iters": "20", "agg iters": "1",
-        "validation": "1", "graph": "0",
-    }  # fmt: skip
-
-
-def _param_line(rows: Sequence[NcclRow], header: Mapping[str, object]) -> str:
-    values = {**_defaults(rows), **{k: str(v) for k, v in header.items()}}
-    for key, value in values.items():
-        if not re.fullmatch(r"[A-Za-z][A-Za-z ]*", key) or not _INT.match(value) or " " in value:
-            raise ValueError(f"bad all_reduce_perf parameter {key!r}: {value!r}")
-    keys = [*_PARAM_KEYS, *(k for k in header if k not in _PARAM_KEYS)]
-    parts = (f"{k} {values[k]}" if k in _NO_COLON else f"{k}: {values[k]}" for k in keys)
-    return "# " + " ".join(parts)
-
-
-def _device_line(d: NcclDevice) -> str:
-    return (
-        f"#  Rank {d.rank:2d} Group {d.group:2d} Pid {d.pid:6d} on {_token('host', d.host):>10}"
-        f" device {d.device:2d} [{d.bus}] {d.name}"
-    )
-
-
-def _footer(rows: Sequence[NcclRow], avg_busbw: float | None, oob: int | None) -> list[str]:
-    if oob is None:  # nccl-tests counts the checks that found wrong elements
-        oob = sum(1 for r in rows for p in (r.oop, r.ip) if p.wrong)
-    avg = nccl_avg_busbw(rows) if avg_busbw is None else avg_busbw
-    return [
-        f"# {'Out of bounds values':<20} : {oob} {'FAILED' if oob else 'OK'}",
-        f"# {'Avg bus bandwidth':<20} : {avg:g} ",  # "%g %s" with no threshold check: a blank
-        "#",
-    ]
-
-
-def format_rows(
-    rows: Sequence[NcclRow],
-    header: Mapping[str, object],
-    *,
-    devices: Sequence[NcclDevice] = (),
-    nccl_version: str | None = None,
-    avg_busbw: float | None = None,
-    out_of_bounds: int | None = None,
-) -> str:
-    """A whole all_reduce_perf report: header (``# nThread`` keys), devices, rows, footer."""
-    lines = [_param_line(rows, header), "#", "# Using devices"]
-    lines += [_device_line(d) for d in devices]
-    lines += [f"NCCL version {nccl_version}"] if nccl_version else []
-    lines += ["#", *_COLUMNS, *(format_row(r) for r in rows)]
-    return "\n".join([*lines, *_footer(rows, avg_busbw, out_of_bounds)]) + "\n"
-
-
-def format_run(run: NcclRun) -> str:
-    """A parsed run laid out again in all_reduce_perf's layout."""
-    return format_rows(
-        run.rows,
-        run.param_map,
-        devices=run.devices,
-        nccl_version=run.nccl_version,
-        avg_busbw=run.avg_busbw,
-        out_of_bounds=run.out_of_bounds,
-    )

@@ -155,7 +155,9 @@ def nccl_result(run: NcclRun, min_bytes: int, fmt: str) -> None:
     if fmt == "json":
         _json(doc)
         return
-    click.echo(nccl.format_run(run), nl=False)
+    from envtool.nccl_format import format_run
+
+    click.echo(format_run(run), nl=False)
     peak = doc["peak_busbw"]
     where = f"sizes >= {_size(min_bytes)}"
     click.echo(f"ranks: {run.nranks or '?'}   NCCL: {run.nccl_version or '?'}")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import REPO
 
-from envtool import nccl
+from envtool import nccl, nccl_format
 from envtool.errors import InputError
 from envtool.nccl import NcclDevice, NcclResult, NcclRow, NcclRun
 
@@ -116,8 +116,8 @@ def test_tool_average_is_the_mean_over_both_placements(shared_data: Path, name: 
 def test_format_reproduces_real_rows_byte_for_byte(shared_data: Path, name: str) -> None:
     text, run = _real(shared_data, name)
     real_rows = [line for line in text.splitlines() if line.startswith(" ")]
-    assert [nccl.format_row(row) for row in run.rows] == real_rows
-    again = nccl.parse(nccl.format_run(run), "again")
+    assert [nccl_format.format_row(row) for row in run.rows] == real_rows
+    again = nccl.parse(nccl_format.format_run(run), "again")
     assert again.rows == run.rows and again.devices == run.devices
     assert (again.params, again.nranks, again.nccl_version) == (
         run.params,
@@ -130,7 +130,7 @@ def test_format_reproduces_real_rows_byte_for_byte(shared_data: Path, name: str)
 def test_format_reproduces_an_untouched_real_log(shared_data: Path) -> None:
     # orcd is copied byte for byte from a Slurm log: header blanks and trailing '#' included
     text, run = _real(shared_data, "orcd-2node-16xb200-ndr-ib.txt")
-    assert nccl.format_run(run) == text
+    assert nccl_format.format_run(run) == text
 
 
 def test_summary_is_json_ready(shared_data: Path) -> None:
@@ -160,7 +160,7 @@ DEVICES = (
 
 def test_format_rows_round_trips() -> None:
     rows = [_row(8, 12.25, 2), _row(1 << 20, 279.5, 2, None), _row(17 << 30, 134289.0, 2, 3)]
-    text = nccl.format_rows(rows, {"iters": 2}, devices=DEVICES, nccl_version="2.21.5")
+    text = nccl_format.format_rows(rows, {"iters": 2}, devices=DEVICES, nccl_version="2.21.5")
     run = nccl.parse(text, "mine")
     assert run.rows == tuple(rows) and run.devices == DEVICES and run.nranks == 2
     assert run.nccl_version == "2.21.5" and run.param_map["iters"] == "2"
@@ -172,7 +172,7 @@ def test_format_rows_round_trips() -> None:
 
 def test_format_rows_layout_matches_nccl_tests() -> None:
     part = NcclResult(568.7, 1.84, 3.46, 0)  # orcd's first row, out-of-place
-    text = nccl.format_rows([NcclRow(1048576, 262144, "float", "sum", -1, part, part)], {})
+    text = nccl_format.format_rows([NcclRow(1048576, 262144, "float", "sum", -1, part, part)], {})
     lines = text.splitlines()
     assert lines[0] == (
         "# nThread 1 nGpus 1 minBytes 1048576 maxBytes 1048576 step: 2(factor) "
@@ -192,12 +192,12 @@ def test_format_rows_layout_matches_nccl_tests() -> None:
 def test_format_refuses_what_would_not_parse_back() -> None:
     bad = NcclRow(8, 2, "float 16", "sum", -1, NcclResult(1, 0, 0, 0), NcclResult(1, 0, 0, 0))
     with pytest.raises(ValueError):
-        nccl.format_row(bad)
+        nccl_format.format_row(bad)
     nan = NcclResult(float("nan"), 0, 0, 0)
     with pytest.raises(ValueError):
-        nccl.format_row(NcclRow(8, 2, "float", "sum", -1, nan, nan))
+        nccl_format.format_row(NcclRow(8, 2, "float", "sum", -1, nan, nan))
     with pytest.raises(ValueError):
-        nccl.format_rows([_row(8, 1.0, 2)], {"iters": "twenty"})
+        nccl_format.format_rows([_row(8, 1.0, 2)], {"iters": "twenty"})
 
 
 def test_random_rows_reach_a_fixed_point() -> None:
@@ -215,7 +215,7 @@ def test_random_rows_reach_a_fixed_point() -> None:
             )
             for size in sorted(rng.sample(range(0, 1 << 40), rng.randint(1, 8)))
         ]  # fmt: skip
-        once = nccl.parse(nccl.format_rows(rows, {}), "random")
+        once = nccl.parse(nccl_format.format_rows(rows, {}), "random")
         for got, sent in zip(once.rows, rows, strict=True):
             assert (got.size, got.count, got.type, got.redop, got.root) == (
                 sent.size, sent.count, sent.type, sent.redop, sent.root,
@@ -223,12 +223,12 @@ def test_random_rows_reach_a_fixed_point() -> None:
             for a, b in ((got.oop, sent.oop), (got.ip, sent.ip)):
                 assert a.wrong == b.wrong and abs(a.algbw - b.algbw) <= 0.005 + 1e-9
                 assert abs(a.time_us - b.time_us) <= 0.5 and abs(a.busbw - b.busbw) <= 0.005 + 1e-9
-        twice = nccl.parse(nccl.format_run(once), "again")
+        twice = nccl.parse(nccl_format.format_run(once), "again")
         assert twice.rows == once.rows and twice.avg_busbw == once.avg_busbw
 
 
 def test_tolerated_extras() -> None:
-    row = nccl.format_row(_row(8, 12.25, 2))
+    row = nccl_format.format_row(_row(8, 12.25, 2))
     text = "\r\n".join(
         [
             "# nccl-tests version 2.17.6 nccl-headers=22807 nccl-library=22807",
