@@ -64,9 +64,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, Pat
             os.environ["SLURM_CONF"] = old
 
 
-def test_slurm_finds_the_drifted_and_the_failed_node(lab: tuple[Project, Path]) -> None:
-    proj, envs = lab
-    code, out, err = run_main(
+def _slurm_verify(proj: Project, envs: Path, *extra: str) -> tuple[int, str, str]:
+    """``envtool verify --transport slurm`` with per-node prefixes, as JSON."""
+    return run_main(
         main,
         proj.root,
         [],
@@ -74,18 +74,20 @@ def test_slurm_finds_the_drifted_and_the_failed_node(lab: tuple[Project, Path]) 
             "verify",
             "--transport",
             "slurm",
-            "--hosts",
-            "node[1-4]",
             "--prefix",
             f"{envs}/{{node}}",
             "--min-gpus",
             "0",
-            "--timeout",
-            "60",
             "--format",
             "json",
+            *extra,
         ),
     )
+
+
+def test_slurm_finds_the_drifted_and_the_failed_node(lab: tuple[Project, Path]) -> None:
+    proj, envs = lab
+    code, out, err = _slurm_verify(proj, envs, "--hosts", "node[1-4]", "--timeout", "60")
     assert code == 1, err
     doc = json.loads(out)
     ok = {h["host"]: h["ok"] for h in doc["hosts"]}
@@ -106,24 +108,7 @@ def test_slurm_nodes_from_the_allocation(
 ) -> None:
     proj, envs = lab
     monkeypatch.setenv("SLURM_JOB_NODELIST", "node[1-2]")
-    code, out, err = run_main(
-        main,
-        proj.root,
-        [],
-        (
-            "verify",
-            "--transport",
-            "slurm",
-            "--prefix",
-            f"{envs}/{{node}}",
-            "--min-gpus",
-            "0",
-            "--timeout",
-            "60",
-            "--format",
-            "json",
-        ),
-    )
+    code, out, err = _slurm_verify(proj, envs, "--timeout", "60")
     assert code == 0, out + err
     assert [h["host"] for h in json.loads(out)["hosts"]] == ["node1", "node2"]
 
@@ -133,31 +118,19 @@ def test_cluster_allreduce_in_one_srun_step(lab: tuple[Project, Path]) -> None:
     from fixtures.sshnodes import free_port
 
     proj, envs = lab
-    code, out, err = run_main(
-        main,
-        proj.root,
-        [],
-        (
-            "verify",
-            "--transport",
-            "slurm",
-            "--hosts",
-            "node[1-2]",
-            "--prefix",
-            f"{envs}/{{node}}",
-            "--min-gpus",
-            "0",
-            "--timeout",
-            "90",
-            "--format",
-            "json",
-            "--allreduce",
-            "cluster",
-            "--rdzv-endpoint",
-            f"127.0.0.1:{free_port()}",
-            "--allreduce-args",
-            "-b 1K -e 4K -f 4 -n 2 -w 1 --nproc 1 --backend gloo",
-        ),
+    code, out, err = _slurm_verify(
+        proj,
+        envs,
+        "--hosts",
+        "node[1-2]",
+        "--timeout",
+        "90",
+        "--allreduce",
+        "cluster",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{free_port()}",
+        "--allreduce-args",
+        "-b 1K -e 4K -f 4 -n 2 -w 1 --nproc 1 --backend gloo",
     )
     assert code == 0, out + err
     results = [
@@ -220,26 +193,7 @@ def test_preflight_job_script_under_sbatch(lab: tuple[Project, Path], tmp_path: 
 def test_bundle_dir_on_a_shared_filesystem(lab: tuple[Project, Path], tmp_path: Path) -> None:
     proj, envs = lab
     shared = tmp_path / "shared-probes"
-    code, out, err = run_main(
-        main,
-        proj.root,
-        [],
-        (
-            "verify",
-            "--transport",
-            "slurm",
-            "--hosts",
-            "node[1-2]",
-            "--prefix",
-            f"{envs}/{{node}}",
-            "--bundle-dir",
-            str(shared),
-            "--min-gpus",
-            "0",
-            "--format",
-            "json",
-        ),
-    )
+    code, out, err = _slurm_verify(proj, envs, "--hosts", "node[1-2]", "--bundle-dir", str(shared))
     assert code == 0, out + err
     assert (shared / "node.py").is_file() and (shared / "export.py").is_file()
     assert all(h["ok"] for h in json.loads(out)["hosts"])
