@@ -200,20 +200,39 @@ def _stream(
     labels: dict[str, str],
     on_line: Callable[[str], None],
 ) -> str:
+    responses: list[Any] = []  # the build's HTTP response, kept by a requests session hook
+
+    def keep(response: Any, *_args: Any, **_kwargs: Any) -> Any:
+        responses.append(response)
+        return response
+
+    client.api.hooks["response"].append(keep)
+    try:
+        chunks = client.api.build(
+            path=str(context),
+            tag=tag,
+            buildargs=_build_args(options),
+            labels=labels,
+            network_mode=options.network,
+            nocache=options.no_cache,
+            forcerm=True,
+            rm=True,
+            decode=True,
+            pull=False,
+            target=options.target,
+        )
+        return _consume(chunks, on_line)
+    finally:
+        client.api.hooks["response"].remove(keep)
+        # On Ctrl-C the stream is left mid-build: closing its connection makes dockerd cancel
+        # the build (it kills and removes the running step's container; no tag is made).
+        for response in responses:
+            response.close()
+
+
+def _consume(chunks: Any, on_line: Callable[[str], None]) -> str:
+    """The image id from the build's JSON stream; an error chunk becomes a BuildError."""
     image_id, last = "", ""
-    chunks = client.api.build(
-        path=str(context),
-        tag=tag,
-        buildargs=_build_args(options),
-        labels=labels,
-        network_mode=options.network,
-        nocache=options.no_cache,
-        forcerm=True,
-        rm=True,
-        decode=True,
-        pull=False,
-        target=options.target,
-    )
     for chunk in chunks:
         if "errorDetail" in chunk or "error" in chunk:
             detail = chunk.get("errorDetail", {}).get("message") or chunk.get("error", "")

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
-from collections.abc import Iterator
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +24,7 @@ name: ddp
 channels: [{channel}]
 dependencies: [python=3.9, "pytorch=*={build}*", cudatoolkit=11.8, nccl, numpy, pip]
 """
+ENVTOOL = str(Path(sys.executable).parent / "envtool")
 CACHE = Path(os.environ.get("ENVTOOL_TEST_CACHE", Path.home() / ".cache" / "envtool-tests"))
 
 
@@ -154,3 +159,86 @@ def test_default_tag_cache_hit_and_failed_build(
     code, _, err = _build(project, "local/does-not-exist:1")
     assert code == 1 and "docker build failed" in err and err.count("\n") >= 1
     assert _docker("ps", "-aq").stdout.split() == before  # forcerm: no container left
+
+
+def _build_dirs() -> set[Path]:
+    return set(Path(tempfile.gettempdir()).glob("envtool-build-*"))
+
+
+def _containers() -> list[str]:
+    return _docker("ps", "-aq").stdout.split()
+
+
+def _wait_for(condition: Callable[[], bool], seconds: float) -> float:
+    """Poll until ``condition()``; the seconds it took (``seconds`` + 1 when it never held)."""
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        if condition():
+            return time.monotonic() - start
+        time.sleep(0.1)
+    return seconds + 1
+
+
+def _cancelled(before: list[str], tag: str) -> None:
+    """The build stopped on the daemon: its container gone at once, no later step, no tag."""
+    assert _wait_for(lambda: _containers() == before, 5) <= 5, _docker("ps", "-a").stdout
+    assert _wait_for(lambda: _containers() != before, 4) > 4, "a later step started"
+    assert _docker("image", "inspect", tag).returncode != 0  # the tag was never made
+
+
+def test_ctrl_c_cancels_the_build_on_the_daemon(
+    engine: tuple[dockerd.Engine, str], project: Project
+) -> None:
+    eng, base = engine
+    before, dirs = _containers(), _build_dirs()
+    tag = f"lab/ddp:interrupted-{os.getpid()}"
+    argv = [ENVTOOL, "build", "--base", base, "--builder-image", base, "--network", "host"]
+    run = subprocess.Popen(
+        [*argv, "--no-cache", "-t", tag],
+        cwd=project.root,
+        env={**os.environ, "DOCKER_HOST": eng.host},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    running: list[str] = []
+
+    def a_step_runs() -> bool:
+        running[:] = _docker("ps", "-q").stdout.split()
+        return bool(running) or run.poll() is not None
+
+    _wait_for(a_step_runs, 300)
+    assert running and run.poll() is None, "no RUN step was caught running"
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err.decode()[-2000:]
+    assert b"interrupted" in err and b"Traceback" not in err
+    _cancelled(before, tag)
+    assert _build_dirs() <= dirs  # the temp context dir is removed
+
+
+def test_interrupted_stream_is_closed_at_once(
+    engine: tuple[dockerd.Engine, str], project: Project
+) -> None:
+    """In-process, the KeyboardInterrupt Ctrl-C raises mid-stream: envtool closes the build's
+    connection itself, not only when the process exits, so dockerd cancels the running step.
+    (Left open, the step runs on and the next one starts: seen when the close was removed.)"""
+    from envtool import image
+
+    _, base = engine
+    before = _containers()
+    tag = f"lab/ddp:closed-{os.getpid()}"
+    step = [""]
+
+    def on_line(text: str) -> None:
+        if text.startswith("Step "):
+            step[0] = text.partition(" : ")[2]
+        elif "Running in " in text and step[0].startswith("RUN "):
+            raise KeyboardInterrupt  # what SIGINT raises while a RUN step runs
+
+    options = image.BuildOptions(
+        project.root / "conda-lock.yml", tag, base, base, "host", no_cache=True
+    )
+    with pytest.raises(KeyboardInterrupt) as caught:  # keeps the frames (and any stream) alive
+        image.build(options, on_line)
+    assert step[0].startswith("RUN ") and caught.value is not None
+    _cancelled(before, tag)
