@@ -148,10 +148,11 @@ def install(
 
 def _register() -> None:
     from envtool.cli_build import build
+    from envtool.cli_doctor import doctor
     from envtool.cli_node import COMMANDS
     from envtool.cli_verify import preflight, verify
 
-    for command in (*COMMANDS, verify, preflight, build):
+    for command in (*COMMANDS, verify, preflight, build, doctor):
         cli.add_command(command)
 
 
