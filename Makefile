@@ -9,7 +9,7 @@ TORCH_VERSION ?= 2.13.0
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint,plot]'
 	@# torch (CPU) for the all-reduce and probe tests; on this project's machines the 2.13.0
 	@# wheel lies on disk (about 40 s), elsewhere pip downloads it.
 	$(BIN)/python -c 'import torch' 2>/dev/null || \

@@ -45,6 +45,7 @@ def export(prefix: Path | None, name: str | None, no_builds: bool, fmt: str) -> 
 @click.option(
     "--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
+@click.option("--plot", type=PathArg, help="Also draw busbw against message size into this PNG.")
 def probe(
     prefix: Path | None,
     allreduce: bool,
@@ -56,9 +57,14 @@ def probe(
     warmup: int,
     timeout: float,
     fmt: str,
+    plot: Path | None,
 ) -> int:
     """Probe this machine: CUDA, devices, driver, NCCL, and an all-reduce test."""
     from envtool import probes, report
+    from envtool.errors import InputError
+
+    if plot is not None and not allreduce:
+        raise InputError("--plot draws the all-reduce: it cannot be used with --no-allreduce")
 
     sweep = [
         "-b",
@@ -76,6 +82,12 @@ def probe(
     ] + (["--nproc", str(nproc)] if nproc else [])
     result = probes.probe_local(prefix, sweep if allreduce else None, timeout)
     report.probe_result(result, fmt)
+    if plot is not None:
+        from envtool import nccl
+        from envtool import plot as plot_mod
+
+        plot_mod.busbw_png(probes.allreduce_run(result), plot, nccl.parse_size("256M"))
+        report.wrote(plot)
     return EXIT_OK if probes.probe_ok(result) else EXIT_PROBLEMS
 
 
@@ -109,12 +121,18 @@ def diff(a: str, b: str, platform: str, fmt: str) -> int:
     show_default=True,
     help="Sizes from here up count as large for the peak busbw.",
 )
-def nccl_tests(file: Path, fmt: str, large: str) -> int:
+@click.option("--plot", type=PathArg, help="Also draw busbw against message size into this PNG.")
+def nccl_tests(file: Path, fmt: str, large: str, plot: Path | None) -> int:
     """Read an all_reduce_perf log (nccl-tests or envtool's): rows and peak busbw."""
     from envtool import nccl, report, yamlio
 
     run = nccl.parse(yamlio.read_text(file, "nccl-tests log"), str(file))
     report.nccl_result(run, nccl.parse_size(large), fmt)
+    if plot is not None:
+        from envtool import plot as plot_mod
+
+        plot_mod.busbw_png(run, plot, nccl.parse_size(large))
+        report.wrote(plot)
     return EXIT_OK
 
 

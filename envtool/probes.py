@@ -12,11 +12,14 @@ import tarfile
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from envtool import envread, proc
 from envtool.errors import EnvtoolError, InputError, ProblemFound
 from envtool.models import AllReduceSummary, Device, HostReport, NodeFacts
+
+if TYPE_CHECKING:
+    from envtool.nccl import NcclRun
 
 MAX_OUTPUT = 64 * 1024 * 1024  # a probe document larger than this is not believed
 PROBE_SCHEMA = "envtool.probe/1"
@@ -123,6 +126,17 @@ def probe_local(
                 raise
         doc["allreduce"] = parse_document(out, "allreduce.py", ALLREDUCE_SCHEMA)
     return doc
+
+
+def allreduce_run(doc: dict[str, Any]) -> NcclRun:
+    """The probe's all-reduce as an nccl-tests run (its text layout, parsed back)."""
+    from envtool import nccl
+
+    ar = doc.get("allreduce")
+    if not isinstance(ar, dict) or not ar.get("rows"):
+        why = ar.get("error") if isinstance(ar, dict) else None
+        raise ProblemFound(f"no all-reduce rows to plot{f': {why}' if why else ''}")
+    return nccl.parse(load("allreduce").render_text(ar), "envtool probe")
 
 
 def probe_ok(doc: dict[str, Any]) -> bool:

@@ -25,6 +25,11 @@ def error(message: str) -> None:
     click.echo(f"envtool: error: {message}", err=True)
 
 
+def wrote(path: Path) -> None:
+    """A file envtool wrote beside its report (a plot)."""
+    click.echo(f"wrote {path}", err=True)
+
+
 def lock_result(result: LockResult) -> None:
     """What ``envtool lock`` wrote."""
     for platform, conda, pip in result.counts:
