@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.envtool-installed
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: verify test lint bench lock clean demo
+.PHONY: verify test lint bench lock clean demo doctor
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ TRANSPORT ?= local
 verify: $(STAMP)
 	$(BIN)/envtool lock --check
 	$(BIN)/envtool verify --hosts $(HOSTS) --transport $(TRANSPORT)
+
+# A new lab member's check of this machine, step by step, each failure with its fix:
+# lock fresh, environment installed, packages as locked, torch, CUDA, DDP smoke test, ports.
+doctor: $(STAMP)
+	$(BIN)/envtool doctor $(DOCTOR_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -68,4 +68,7 @@ class DoctorReport:
             )
         else:
             extra = f" ({len(warned)} with warnings: {', '.join(warned)})" if warned else ""
-            click.echo(f"\nall {len(steps)} checks passed{extra}: this machine is ready for DDP.")
+            click.echo(
+                f"\nall {len(steps)} checks passed{extra}: "
+                "this environment matches the lock and ran a DDP step."
+            )

@@ -3,7 +3,8 @@
 Builds a local conda channel, locks an environment, installs it into three prefixes (one of
 them drifted: a CPU pytorch build, an older NCCL, and `pip install torch` on top), starts
 three OpenSSH sshd "nodes" on loopback addresses, each with its own prefix, runs
-`envtool verify` over ssh and shows the report; then stops the nodes and removes everything.
+`envtool verify` over ssh and shows the report; then `envtool doctor` as a new lab member
+runs it on their own machine (node1's prefix); then stops the nodes and removes everything.
 """
 
 from __future__ import annotations
@@ -77,7 +78,12 @@ def main() -> int:
             check=False,
         )
         print(f"\nenvtool verify exited {code} (1: findings of severity error)")
-        return 0 if code == 1 else 1
+        print("\nwhat a new lab member runs on their own machine (here: node1's prefix):\n")
+        doctor = envtool(
+            work, "doctor", "--prefix", str(work / "node1-env"), "--min-gpus", "0", check=False
+        )
+        print(f"\nenvtool doctor exited {doctor} (0: every step passed)")
+        return 0 if code == 1 and doctor == 0 else 1
     finally:
         if cluster is not None:
             cluster.stop()
