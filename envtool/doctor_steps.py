@@ -245,9 +245,9 @@ def ddp(prefix: Path, nproc: int, timeout: float) -> Step:
         "--timeout",
         str(timeout),
     ]
-    result = proc.run(argv, timeout=timeout + 30.0, check=False)
     fix = f"see {TROUBLE} (blocked ports, NCCL, network interface); rerun with NCCL_DEBUG=INFO"
     try:
+        result = proc.run(argv, timeout=timeout + 30.0, check=False)
         doc = probes.parse_document(result.stdout, "ddp_smoke.py", DDP_SCHEMA)
     except EnvtoolError as exc:
         return Step("ddp", FAIL, str(exc), fix)
