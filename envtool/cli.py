@@ -184,8 +184,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except Exception as exc:  # the last resort: one line, a traceback only on request
-        if os.environ.get("ENVTOOL_DEBUG"):
-            raise
+        if os.environ.get("ENVTOOL_DEBUG", "") not in ("", "0"):
+            import traceback
+
+            traceback.print_exc()  # the same exit code with or without the traceback
         return _fail(
             f"internal error: {type(exc).__name__}: {exc} (ENVTOOL_DEBUG=1 for a traceback)",
             EXIT_INTERNAL,

@@ -70,3 +70,22 @@ def test_build_without_a_docker_engine_is_one_line(tmp_path, monkeypatch) -> Non
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no.sock")
     code, _, err = run_main(main, REPO, [], ("build", "-t", "x/y:z"))
     assert code == 2 and "no Docker engine" in err and err.count("\n") == 1
+
+
+def test_internal_error_is_exit_3_with_or_without_the_traceback(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from conftest import run_main
+
+    from envtool import drift
+    from envtool.cli import main
+
+    def broken(*_: object) -> list[object]:
+        raise TypeError("a bug")  # no real input reaches this path: it stands for a bug
+
+    monkeypatch.setattr(drift, "diff", broken)
+    lock = REPO / "conda-lock.yml"
+    monkeypatch.delenv("ENVTOOL_DEBUG", raising=False)
+    code, _, err = run_main(main, tmp_path, [], ("diff", str(lock), str(lock)))
+    assert code == 3 and err.count("\n") == 1 and "internal error: TypeError: a bug" in err
+    monkeypatch.setenv("ENVTOOL_DEBUG", "1")
+    code, _, err = run_main(main, tmp_path, [], ("diff", str(lock), str(lock)))
+    assert code == 3 and "Traceback (most recent call last)" in err and "a bug" in err
