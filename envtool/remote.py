@@ -3,8 +3,9 @@
 Every transport reduces to one argv per host whose stdin receives the bundle (a gzipped tar
 of ``probes/``) and whose stdout is one JSON document. The node side is a short POSIX sh
 script: unpack into a private temp dir (removed on exit), pick the environment's python,
-run ``node.py`` under ``timeout``. Concurrency is a thread pool of ``proc.run`` calls: each
-thread waits on one ssh process, so the pool is bounded by ``--fanout`` like clush's.
+run ``node.py`` under ``timeout``, stop it if the connection goes away. Concurrency is a
+thread pool of ``proc.run`` calls: each thread waits on one ssh process, so the pool is
+bounded by ``--fanout`` like clush's.
 """
 
 from __future__ import annotations
@@ -83,6 +84,31 @@ def _python_choice(options: FanoutOptions) -> str:
     )
 
 
+# Cleanup on every exit: stop the watchdog, stop the probe if it still runs (the script was
+# signalled), remove the temp dir. A trapped signal exits, so the EXIT trap runs.
+_TRAPS = (
+    'trap \'[ -z "$w" ] || kill "$w" 2>/dev/null; [ -z "$k" ] || kill -TERM "$k" 2>/dev/null; '
+    '[ -z "$x" ] || rm -rf "$x"\' EXIT; '
+    "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; "
+)
+# Without a pty, nothing tells a command that its ssh connection is gone: sshd's session
+# process (this script's parent at start) exits and the script runs on, orphaned. So a
+# background loop watches the parent and, once it is gone, sends SIGTERM to the probe
+# (`timeout` passes it to its own process group: python and what it started). Not watched:
+# PPID 0 or 1 (docker exec, docker run), and a parent this user may not signal (slurmstepd
+# runs as root), where `kill -0` could not tell "gone" from "not yours". The loop's sleep is
+# killed with it, it holds none of the session's file descriptors (the session would wait for
+# them), and the EXIT trap ends it, so a normal run is not delayed.
+_WATCHDOG = (
+    'if [ "${pp:-0}" -gt 1 ] 2>/dev/null && kill -0 "$pp" 2>/dev/null; then ('
+    " trap 'kill \"$s\" 2>/dev/null; exit 0' TERM; s=;"
+    ' while kill -0 "$pp" 2>/dev/null && kill -0 $$ 2>/dev/null;'
+    ' do sleep 1 & s=$!; wait "$s"; done;'
+    ' kill -0 $$ 2>/dev/null && kill -TERM "$k" 2>/dev/null'
+    " ) </dev/null >/dev/null 2>&1 & w=$!; fi; "
+)
+
+
 def node_script(options: FanoutOptions) -> str:
     """The POSIX sh the node runs: bundle from stdin → temp dir → node.py → cleanup."""
     limit = max(1, int(options.timeout))
@@ -91,18 +117,19 @@ def node_script(options: FanoutOptions) -> str:
         fetch = f"d={shlex.quote(options.bundle_dir)}; "
     else:
         fetch = (
-            'd=$(mktemp -d "${TMPDIR:-/tmp}/envtool.XXXXXXXX") || exit 97; '
-            "trap 'rm -rf \"$d\"' EXIT HUP INT TERM; "
+            'x=$(mktemp -d "${TMPDIR:-/tmp}/envtool.XXXXXXXX") || exit 97; d=$x; '
             'tar -xzf - -C "$d" || exit 98; '
         )
     return (
-        "umask 077; "
-        f"{fetch}"
+        "umask 077; d=; x=; k=; w=; pp=$PPID; "
+        f"{_TRAPS}{fetch}"
         f"{_python_choice(options)}; "
         '[ -n "$py" ] || { echo "envtool: no python on this node" >&2; exit 99; }; '
         f'if command -v timeout >/dev/null 2>&1; then t="timeout -k 5 {limit}"; else t=; fi; '
         'p=$(cd "$(dirname "$py")/.." && pwd); '
-        f'$t "$py" "$d/node.py" --prefix "$p" {args}'
+        f'$t "$py" "$d/node.py" --prefix "$p" {args} & k=$!; '
+        f"{_WATCHDOG}"
+        'wait "$k"; r=$?; k=; exit "$r"'
     )
 
 

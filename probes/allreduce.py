@@ -312,8 +312,30 @@ def _rendezvous(args: Any) -> list[str]:
     ]
 
 
+class Terminated(BaseException):
+    """SIGTERM reached the launcher (the node's connection is gone, or a deadline passed)."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    # GNU timeout signals its child, then its whole group: the second must not cut _stop short
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated()
+
+
+def _on_sigterm(handler: Any) -> Any:
+    """Set the SIGTERM handler; the previous one (None off the main thread, where it can't)."""
+    try:
+        return signal.signal(signal.SIGTERM, handler)
+    except ValueError:
+        return None
+
+
 def launch(args: Any) -> dict[str, Any]:
-    """Run torchrun --standalone with a deadline; return rank 0's document or an error one."""
+    """Run torchrun --standalone with a deadline; return rank 0's document or an error one.
+
+    torchrun runs in its own session (a Ctrl-C in the node's terminal is not its business), so
+    a signal to this process's group would not reach it: SIGTERM raises Terminated here, and
+    unwinding stops torchrun, which stops its workers."""
     gpus = _gpu_count()
     backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
     nproc = args.nproc or (gpus if backend == "nccl" else 2)
@@ -328,33 +350,43 @@ def launch(args: Any) -> dict[str, Any]:
         str(nproc),
         *_worker_argv(args, out),
     ]
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
+    previous, proc = _on_sigterm(_raise_terminated), None
     try:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         stdout, stderr = proc.communicate(timeout=args.timeout)
-        with open(out, encoding="utf-8") as fh:
-            text = fh.read()
-        if proc.returncode == 0 and not text and args.nnodes > 1:
-            return {
-                "schema": SCHEMA,
-                "backend": backend,
-                "nranks": 0,
-                "rows": [],
-                "member": True,
-            }  # rank 0 ran on another node, which reports the result
-        if proc.returncode != 0 or not text:
-            return _error(
-                backend,
-                nproc,
-                "torchrun exited %d: %s" % (proc.returncode, _failure(stderr + stdout)),
-            )
-        return json.loads(text)
+        return _result(args, backend, nproc, proc.returncode, stdout + stderr, out)
     except subprocess.TimeoutExpired:
         _stop(proc)
         return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
+    except BaseException:
+        if proc is not None:
+            _stop(proc)
+        raise
     finally:
+        if previous is not None:
+            _on_sigterm(previous)
         os.unlink(out)
+
+
+def _result(
+    args: Any, backend: str, nproc: int, returncode: int, output: str, out: str
+) -> dict[str, Any]:
+    """Rank 0's document from ``out``, or why there is none."""
+    with open(out, encoding="utf-8") as fh:
+        text = fh.read()
+    if returncode == 0 and not text and args.nnodes > 1:
+        return {
+            "schema": SCHEMA,
+            "backend": backend,
+            "nranks": 0,
+            "rows": [],
+            "member": True,
+        }  # rank 0 ran on another node, which reports the result
+    if returncode != 0 or not text:
+        return _error(backend, nproc, "torchrun exited %d: %s" % (returncode, _failure(output)))
+    return json.loads(text)
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:
@@ -441,7 +473,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.worker:
         return worker(args)
-    doc = launch(args)
+    try:
+        doc = launch(args)
+    except Terminated:
+        sys.stderr.write("allreduce.py: terminated; torchrun and its workers stopped\n")
+        return 143
     if args.format == "json":
         print(json.dumps(doc, sort_keys=True))
     else:

@@ -84,7 +84,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             sys.stderr.write("node.py: unknown argument %r\n" % arg)
             return 2
-    print(json.dumps(collect(prefix, use_torch, allreduce_args), sort_keys=True))
+    try:
+        doc = collect(prefix, use_torch, allreduce_args)
+    except BaseException as exc:  # allreduce.Terminated: SIGTERM, torchrun already stopped
+        if type(exc).__name__ != "Terminated":
+            raise
+        sys.stderr.write("node.py: terminated\n")
+        return 143
+    print(json.dumps(doc, sort_keys=True))
     return 0
 
 

@@ -1,30 +1,43 @@
-"""Ctrl-C (SIGINT) during lock and install: exit 130, nothing half-written left behind."""
+"""Ctrl-C (SIGINT) during lock, install and verify: exit 130, nothing half-written left
+behind, no process left on the nodes."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
 from conftest import Project, require
+from fixtures import faulty, sshnodes
 from fixtures.fake_micromamba import make_fake_micromamba
 
 ENVTOOL = str(Path(sys.executable).parent / "envtool")
 
 
 def _interrupt_when(
-    argv: list[str], cwd: Path, marker: str, timeout: float = 60
+    argv: list[str],
+    cwd: Path,
+    marker: str,
+    timeout: float = 60,
+    before: Callable[[], None] = lambda: None,
 ) -> tuple[int, str]:
-    """Start envtool, wait until a process whose command line holds ``marker`` runs, SIGINT."""
+    """Start envtool, wait until a process whose command line holds ``marker`` runs, call
+    ``before``, SIGINT."""
     run = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     end = time.monotonic() + timeout
     while time.monotonic() < end and run.poll() is None:
-        ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+        ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
         if marker in ps:
             break
         time.sleep(0.02)
+    assert run.poll() is None, f"envtool ended before {marker!r} ran"
+    before()
     run.send_signal(signal.SIGINT)
     _, err = run.communicate(timeout=60)
     return run.returncode, err.decode()
@@ -58,15 +71,15 @@ def test_interrupted_lock_keeps_the_old_lock(project: Project, tmp_path: Path) -
     assert project.lock.read_bytes() == before
     assert [p.name for p in project.root.iterdir() if p.name.endswith(".tmp")] == []
     time.sleep(0.3)
-    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(exe) not in ps  # conda-lock and its solver were killed with envtool
 
 
-def test_interrupted_install_removes_the_new_prefix(tmp_path: Path) -> None:
+def _pip_project(root: Path) -> Path:
+    """A project whose lock has conda packages and one pip entry (from a local index)."""
     from fixtures.channel import build_channel, realistic_packages
     from fixtures.wheels import make_wheel, simple_index
 
-    root = tmp_path / "w"
     channel = build_channel(root / "channel", realistic_packages(python_exe=sys.executable))
     index = simple_index(root, [make_wheel(root / "files", "tiny-dist", "1.0")])
     proj = root / "proj"
@@ -81,12 +94,81 @@ def test_interrupted_install_removes_the_new_prefix(tmp_path: Path) -> None:
     subprocess.run(
         [ENVTOOL, "lock", "--cache-dir", str(root / "c")], cwd=proj, check=True, capture_output=True
     )
+    return proj
+
+
+def _install(proj: Path, prefix: Path) -> list[str]:
+    return [ENVTOOL, "install", "--prefix", str(prefix), "--cache-dir", str(proj.parent / "c")]
+
+
+def test_interrupted_install_removes_the_new_prefix(tmp_path: Path) -> None:
+    proj = _pip_project(tmp_path / "w")
     prefix = tmp_path / "env"
-    code, err = _interrupt_when(
-        [ENVTOOL, "install", "--prefix", str(prefix), "--cache-dir", str(root / "c")],
-        proj,
-        "--require-hashes",
-    )
+    code, err = _interrupt_when(_install(proj, prefix), proj, "--require-hashes")
     assert code == 130, err
     assert "Traceback" not in err
     assert not prefix.exists()  # the half-made prefix is removed, not left half-built
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[faulty.InterruptLab]:
+    require(sshnodes.available(), "OpenSSH sshd is not installed (apt-get install openssh-server)")
+    lab = faulty.interrupt_lab(tmp_path_factory.mktemp("interrupt-lab"))
+    try:
+        yield lab
+    finally:
+        for pid in lab.node_side():  # a failed test must not leave its sleep for an hour
+            os.kill(pid, signal.SIGKILL)
+        lab.cluster.stop()
+
+
+def _interrupt_verify(
+    lab: faulty.InterruptLab,
+    cwd: Path,
+    hosts: str,
+    ready: Callable[[list[str]], bool],
+    *extra: str,
+) -> float:
+    """SIGINT `envtool verify` once ``ready`` holds for the node side's command lines; the
+    seconds until nothing of it is left on the nodes (asserted: within 10 s)."""
+    argv = [ENVTOOL, "verify", "--hosts", hosts, "-F", str(lab.cluster.ssh_config), "--no-lock"]
+
+    def wait_until_ready() -> None:
+        end = time.monotonic() + 120
+        while not ready(list(lab.node_side().values())) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert ready(list(lab.node_side().values())), lab.node_side()
+
+    code, err = _interrupt_when(
+        [*argv, "--min-gpus", "0", *extra], cwd, "node.py", timeout=120, before=wait_until_ready
+    )
+    interrupted = time.monotonic()
+    assert code == 130, err
+    assert "interrupted" in err and "Traceback" not in err
+    while (lab.node_side() or lab.bundle_dirs()) and time.monotonic() - interrupted < 10:
+        time.sleep(0.05)
+    assert lab.node_side() == {}, "left on the nodes after 10 s"
+    assert lab.bundle_dirs() == []
+    return time.monotonic() - interrupted
+
+
+def test_interrupted_verify_leaves_no_process_on_the_nodes(
+    lab: faulty.InterruptLab, tmp_path: Path
+) -> None:
+    def hung(node_side: list[str]) -> bool:
+        return lab.hang in node_side
+
+    assert _interrupt_verify(lab, tmp_path, "node1,node2", hung) < 5
+
+
+def test_interrupted_allreduce_stops_torchrun_on_the_node(
+    lab: faulty.InterruptLab, tmp_path: Path
+) -> None:
+    require(importlib.util.find_spec("torch") is not None, "torch is not installed")
+
+    def ranks_run(node_side: list[str]) -> bool:  # torchrun's two workers, not only torchrun
+        return sum(" -u " in a and "allreduce.py --worker" in a for a in node_side) == 2
+
+    sweep = "-b 1M -e 1M -n 1000000 -w 1 --nproc 2 --backend gloo"
+    extra = ("--allreduce", "node", "--allreduce-args", sweep, "--timeout", "120")
+    assert _interrupt_verify(lab, tmp_path, "node1", ranks_run, *extra) < 10

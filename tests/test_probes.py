@@ -6,6 +6,7 @@ import ast
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -160,6 +161,36 @@ def test_allreduce_deadline_is_kept_and_no_worker_outlives_it() -> None:
     assert _workers() == []  # the watchdog and the launcher left no rank running
 
 
+def test_allreduce_sigterm_stops_torchrun_and_its_workers(tmp_path: Path) -> None:
+    """torchrun runs in its own session: SIGTERM to the launcher (what the node script sends
+    when the connection is gone) must still stop it and its ranks."""
+    _torch()
+    sweep = ["-b", "1M", "-e", "1M", "-n", "1000000", "--nproc", "2", "--timeout", "120"]
+    run = subprocess.Popen(
+        [sys.executable, str(PROBES / "allreduce.py"), *sweep],
+        env={**os.environ, "TMPDIR": str(tmp_path)},  # torchrun's and the ranks' --out is here
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def mine() -> list[str]:
+        return [line for line in _ps() if str(tmp_path) in line]
+
+    end = time.monotonic() + 90
+    while len([a for a in mine() if "--worker" in a]) < 3 and time.monotonic() < end:
+        time.sleep(0.1)  # torchrun and two ranks
+    assert run.poll() is None and len(mine()) >= 3, mine()
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 143 and "torchrun and its workers stopped" in err, err
+    end = time.monotonic() + 5
+    while mine() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert mine() == []
+    assert list(tmp_path.glob("envtool-allreduce-*")) == []
+
+
 def test_allreduce_nccl_on_a_cpu_machine_fails_in_one_line() -> None:
     _torch()
     out = _probe(
@@ -204,6 +235,10 @@ def test_envtool_probe_table_without_allreduce(tmp_path: Path) -> None:
     assert "CUDA available" in out and "glibc" in out
 
 
+def _ps() -> list[str]:
+    argv = ["ps", "-ww", "-eo", "args"]  # -ww: whole command lines, not cut at 80 columns
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.splitlines()
+
+
 def _workers() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
-    return [line for line in out.splitlines() if "allreduce.py --worker" in line]
+    return [line for line in _ps() if "allreduce.py --worker" in line]
