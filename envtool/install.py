@@ -9,6 +9,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlparse
@@ -21,6 +22,9 @@ from envtool.solve import default_cache_dir
 
 _BUILD_NUMBER = re.compile(r"_(\d+)$")
 PIP_TIMEOUT = 1800.0
+# In a prefix from before an install starts until the whole install (conda + pip) succeeded:
+# a prefix that has it is half-installed (probes/node.py reports it, `envtool doctor` reads it).
+INCOMPLETE_MARKER = "conda-meta/envtool-incomplete"
 
 
 @dataclass(frozen=True)
@@ -186,6 +190,26 @@ def _remove_prefix(prefix: Path) -> None:
         time.sleep(0.05)
 
 
+def _mark_incomplete(options: InstallOptions) -> Path:
+    """Write the marker (temp file + rename) before the prefix is touched; its path."""
+    marker = options.prefix / INCOMPLETE_MARKER
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    text = (
+        "envtool install did not finish; re-run envtool install\n"
+        f"lock: {options.lock_path.resolve()}\n"
+        f"platform: {options.platform}\n"
+        f"started: {started}\n"
+    )
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = marker.with_name(marker.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(marker)
+    except OSError as exc:
+        raise InstallError(f"{options.prefix}: cannot write {marker}: {exc.strerror}") from None
+    return marker
+
+
 def install(options: InstallOptions) -> InstallResult:
     """Install the lock's entries for one platform into ``prefix``."""
     start = time.perf_counter()
@@ -200,11 +224,13 @@ def install(options: InstallOptions) -> InstallResult:
     pip = [p for p in packages if p.manager == "pip"]
     created = not options.prefix.exists()
     try:
+        marker = _mark_incomplete(options)  # a new prefix too: a SIGKILL runs no cleanup
         _install_conda(conda, options, options.cache_dir or default_cache_dir())
         if pip:
             _install_pip(pip, options)
     except BaseException:
         if created:  # a prefix we made and could not finish is removed, not left half-built
             _remove_prefix(options.prefix)
-        raise
+        raise  # an existing prefix keeps the marker: it is no longer what it was
+    marker.unlink(missing_ok=True)
     return InstallResult(options.prefix, len(conda), len(pip), time.perf_counter() - start)

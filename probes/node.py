@@ -18,6 +18,12 @@ from typing import Any
 
 SCHEMA = "envtool.node/1"
 HERE = os.path.dirname(os.path.abspath(__file__))
+# What `envtool install` leaves in a prefix until the whole install succeeded (install.py).
+INCOMPLETE_MARKER = os.path.join("conda-meta", "envtool-incomplete")
+
+
+class IncompleteInstall(Exception):
+    """The prefix carries envtool install's marker: an install into it did not finish."""
 
 
 def _sibling(name: str) -> Any:
@@ -39,6 +45,11 @@ def _error(exc: BaseException) -> dict[str, Any]:
 def _export(prefix: str) -> dict[str, Any]:
     if not os.path.isdir(os.path.join(prefix, "conda-meta")):
         raise LookupError("no conda environment at %s (no conda-meta/)" % prefix)
+    if os.path.exists(os.path.join(prefix, INCOMPLETE_MARKER)):
+        raise IncompleteInstall(
+            "the install into %s did not finish (%s is there); re-run envtool install"
+            % (prefix, INCOMPLETE_MARKER)
+        )
     return _sibling("export").export_prefix(prefix)
 
 

@@ -89,6 +89,24 @@ def test_tampered_package_fails_and_leaves_no_prefix(project: Project, tmp_path:
     assert not prefix.exists()
 
 
+def test_failed_install_into_an_existing_prefix_is_marked(project: Project, tmp_path: Path) -> None:
+    from envtool.install import INCOMPLETE_MARKER
+
+    _locked(project)
+    prefix = tmp_path / "env"
+    assert project.run("install", "--prefix", str(prefix))[0] == 0
+    assert not (prefix / INCOMPLETE_MARKER).exists()  # a whole install leaves no marker
+    _tamper_sha256(project.lock, "nccl-2.18.3.1")
+    code, _, err = project.run(
+        "install", "--prefix", str(prefix), "--cache-dir", str(tmp_path / "fresh-cache")
+    )
+    assert code == 1 and "sha256 mismatch" in err, err
+    assert (prefix / "conda-meta").is_dir()  # the prefix is kept (it was there before) ...
+    text = (prefix / INCOMPLETE_MARKER).read_text()  # ... and marked as not what it was
+    assert text.startswith("envtool install did not finish; re-run envtool install\n")
+    assert f"lock: {project.lock}" in text and "platform: linux-64" in text
+
+
 def test_stale_lock_is_refused_unless_allowed(project: Project, tmp_path: Path) -> None:
     _locked(project)
     project.env.write_text(project.env.read_text() + "  - zlib\n")

@@ -110,6 +110,43 @@ def test_interrupted_install_removes_the_new_prefix(tmp_path: Path) -> None:
     assert not prefix.exists()  # the half-made prefix is removed, not left half-built
 
 
+def test_interrupted_install_into_an_existing_prefix_leaves_it_marked(tmp_path: Path) -> None:
+    from envtool.install import INCOMPLETE_MARKER
+
+    proj = _pip_project(tmp_path / "w")
+    prefix = tmp_path / "env"
+    marker = prefix / INCOMPLETE_MARKER
+    subprocess.run(_install(proj, prefix), cwd=proj, check=True, capture_output=True)
+    assert prefix.is_dir() and not marker.exists()
+    code, err = _interrupt_when(_install(proj, prefix), proj, "--require-hashes")
+    assert code == 130, err
+    assert "Traceback" not in err
+    text = marker.read_text()  # the conda step kept it; the pip step was cut short
+    assert "install did not finish; re-run envtool install" in text
+    assert f"lock: {proj / 'conda-lock.yml'}" in text and "started: 20" in text
+    done = subprocess.run(_install(proj, prefix), cwd=proj, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert not marker.exists()  # a whole install removes it
+
+
+def test_failed_pip_step_into_an_existing_prefix_leaves_it_marked(tmp_path: Path) -> None:
+    from envtool.install import INCOMPLETE_MARKER
+
+    proj = _pip_project(tmp_path / "w")
+    prefix = tmp_path / "env"
+    subprocess.run(_install(proj, prefix), cwd=proj, check=True, capture_output=True)
+    lock = proj / "conda-lock.yml"
+    lines = lock.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if "tiny_dist" in line or "tiny-dist" in line)
+    j = next(j for j in range(start, len(lines)) if "sha256:" in lines[j])
+    lines[j] = lines[j].split("sha256:")[0] + "sha256: '" + "2" * 64 + "'"
+    lock.write_text("\n".join(lines) + "\n")
+    failed = subprocess.run(_install(proj, prefix), cwd=proj, capture_output=True, text=True)
+    assert failed.returncode == 1 and "pip install failed" in failed.stderr, failed.stderr
+    assert (prefix / INCOMPLETE_MARKER).is_file()
+    assert (prefix / "conda-meta").is_dir()  # the prefix itself is kept, only marked
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[faulty.InterruptLab]:
     require(sshnodes.available(), "OpenSSH sshd is not installed (apt-get install openssh-server)")

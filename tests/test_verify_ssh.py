@@ -247,3 +247,25 @@ def test_ctrl_c_exits_130_and_leaves_no_ssh_behind(
     time.sleep(0.5)
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
     assert str(cluster.ssh_config) not in ps  # no ssh client of this run is left
+
+
+def test_unfinished_install_on_a_node_is_a_probe_failed_finding(
+    lab: tuple[Project, sshnodes.Cluster],
+) -> None:
+    from envtool.install import INCOMPLETE_MARKER
+    from envtool.probes import load
+
+    assert load("node").INCOMPLETE_MARKER == INCOMPLETE_MARKER  # one name on both sides
+    proj, cluster = lab
+    prefix = Path(cluster.nodes[1].env["CONDA_PREFIX"])
+    marker = prefix / INCOMPLETE_MARKER
+    marker.write_text("envtool install did not finish; re-run envtool install\n")
+    try:
+        code, out, _, _ = _verify(proj, cluster, "node[1-2]", "--format", "json")
+    finally:
+        marker.unlink()
+    assert code == 1
+    failed = [f for f in json.loads(out)["findings"] if f["kind"] == "probe-failed"]
+    assert [f["hosts"] for f in failed] == [["node2"]], failed
+    assert f"the install into {prefix} did not finish" in failed[0]["actual"]
+    assert "re-run envtool install" in failed[0]["actual"]
