@@ -107,10 +107,9 @@ def install_fix(lock_path: Path, prefix: Path) -> str:
 
 
 def _incomplete(prefix: Path) -> bool:
-    from envtool import install
+    from envtool.install import INCOMPLETE_MARKER
 
-    marker = getattr(install, "INCOMPLETE_MARKER", "conda-meta/envtool-incomplete")  # TEMP
-    return bool((prefix / marker).exists())
+    return (prefix / INCOMPLETE_MARKER).exists()
 
 
 def environment(
