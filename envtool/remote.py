@@ -92,18 +92,20 @@ _TRAPS = (
     "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; "
 )
 # Without a pty, nothing tells a command that its ssh connection is gone: sshd's session
-# process (this script's parent at start) exits and the script runs on, orphaned. So a
-# background loop watches the parent and, once it is gone, sends SIGTERM to the probe
-# (`timeout` passes it to its own process group: python and what it started). Not watched:
-# PPID 0 or 1 (docker exec, docker run), and a parent this user may not signal (slurmstepd
-# runs as root), where `kill -0` could not tell "gone" from "not yours". The loop's sleep is
-# killed with it, it holds none of the session's file descriptors (the session would wait for
-# them), and the EXIT trap ends it, so a normal run is not delayed.
+# process (this script's parent) exits and the script runs on, reparented. So a background
+# loop reads the script's parent from /proc/$$/stat once a second (builtins only, no fork),
+# and once it is no longer $PPID sends SIGTERM to the probe (`timeout` passes it to its own
+# process group: python and what it started). Reading our own stat works for any parent
+# (slurmstepd runs as root; /proc may hide other users' processes) and catches a parent
+# that died before the loop began. Not watched: PPID 0 or 1 (docker exec, docker run), and
+# systems without /proc. The loop holds none of the session's file descriptors (the session
+# would wait for them) and the EXIT trap ends it and its sleep: a normal run is not delayed.
 _WATCHDOG = (
-    'if [ "${pp:-0}" -gt 1 ] 2>/dev/null && kill -0 "$pp" 2>/dev/null; then ('
+    'if [ "${pp:-0}" -gt 1 ] 2>/dev/null && [ -r "/proc/$$/stat" ]; then ('
     " trap 'kill \"$s\" 2>/dev/null; exit 0' TERM; s=;"
-    ' while kill -0 "$pp" 2>/dev/null && kill -0 $$ 2>/dev/null;'
-    ' do sleep 1 & s=$!; wait "$s"; done;'
+    ' while read -r q < "/proc/$$/stat"; do'
+    ' q=${q##*") "}; q=${q#* }; [ "${q%% *}" = "$pp" ] || break;'
+    ' sleep 1 & s=$!; wait "$s"; done;'
     ' kill -0 $$ 2>/dev/null && kill -TERM "$k" 2>/dev/null'
     " ) </dev/null >/dev/null 2>&1 & w=$!; fi; "
 )

@@ -209,3 +209,45 @@ def test_interrupted_allreduce_stops_torchrun_on_the_node(
     sweep = "-b 1M -e 1M -n 1000000 -w 1 --nproc 2 --backend gloo"
     extra = ("--allreduce", "node", "--allreduce-args", sweep, "--timeout", "120")
     assert _interrupt_verify(lab, tmp_path, "node1", ranks_run, *extra) < 10
+
+
+def _node_script_run(tmp_path: Path, python_body: str, shell: str) -> tuple[set[str], Path]:
+    """The node script started by ``sh -c SHELL`` ($1: the script, $2: the bundle), with a
+    fake python in CONDA_PREFIX and its own TMPDIR; returns (TMPDIR values, bundle dir root)."""
+    from envtool import probes, remote
+
+    prefix, tmp = tmp_path / "env", tmp_path / "tmp"
+    faulty._fake_python(prefix, python_body)
+    tmp.mkdir()
+    bundle = tmp_path / "bundle.tgz"
+    bundle.write_bytes(probes.bundle())
+    script = remote.node_script(remote.FanoutOptions(timeout=300))
+    subprocess.run(
+        ["sh", "-c", shell, "sh", script, str(bundle)],
+        env={**os.environ, "CONDA_PREFIX": str(prefix), "TMPDIR": str(tmp)},
+        check=True,
+        timeout=30,
+    )
+    return {str(tmp)}, tmp
+
+
+def test_node_script_stops_the_probe_once_its_parent_is_gone(tmp_path: Path) -> None:
+    # the parent starts the script, lets it reach the probe, and exits (as sshd's session does)
+    env, tmp = _node_script_run(
+        tmp_path, "exec sleep 3172", 'sh -c "$1" < "$2" >/dev/null 2>&1 & sleep 0.5'
+    )
+    assert "sleep 3172" in sshnodes.processes_with_env("TMPDIR", env).values()
+    end = time.monotonic() + 5
+    while sshnodes.processes_with_env("TMPDIR", env) and time.monotonic() < end:
+        time.sleep(0.05)
+    left = sshnodes.processes_with_env("TMPDIR", env)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == {}
+    assert list(tmp.glob("envtool.*")) == []
+
+
+def test_node_script_leaves_nothing_after_a_normal_run(tmp_path: Path) -> None:
+    env, tmp = _node_script_run(tmp_path, 'echo "{}"', 'sh -c "$1" < "$2" >/dev/null')
+    assert sshnodes.processes_with_env("TMPDIR", env) == {}  # no watchdog, no `sleep 1`
+    assert list(tmp.glob("envtool.*")) == []
