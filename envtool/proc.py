@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -88,10 +89,18 @@ _ACTIVE: set[subprocess.Popen[bytes]] = set()
 _LOCK = threading.Lock()
 
 
-def kill_all() -> None:
-    """Kill every process group still running (on Ctrl-C: no ssh or srun is left behind)."""
+def kill_all(grace: float = 1.0) -> None:
+    """Stop every process still running (on Ctrl-C: no ssh, srun or local probe is left
+    behind): SIGTERM to each group so their traps clean up, SIGKILL to whatever of their
+    sessions is still there after ``grace`` seconds."""
     with _LOCK:
         active = list(_ACTIVE)
+    for proc in active:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    end = time.monotonic() + grace
+    while time.monotonic() < end and any(_session(p.pid, alive=True) for p in active):
+        time.sleep(0.02)
     for proc in active:
         _kill_group(proc)
 
@@ -101,6 +110,31 @@ def _text(data: bytes | None) -> str:
     return (data or b"").decode("utf-8", errors="replace")
 
 
+def _session(pid: int, alive: bool = False) -> list[int]:
+    """Every process of the session ``pid`` leads (what it started, in any process group);
+    with ``alive``, zombies (exited, not yet reaped) are left out."""
+    members = []
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[-1].split()
+            except OSError:  # gone meanwhile
+                continue
+            if len(fields) > 3 and fields[3] == str(pid).encode():
+                if alive and fields[0] == b"Z":
+                    continue
+                members.append(int(entry))
+    return members
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the process's group and the rest of its session: a child that moved to a
+    group of its own (GNU ``timeout`` does) must not outlive it and hold its pipes open."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+    for pid in _session(proc.pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)

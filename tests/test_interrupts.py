@@ -251,3 +251,40 @@ def test_node_script_leaves_nothing_after_a_normal_run(tmp_path: Path) -> None:
     env, tmp = _node_script_run(tmp_path, 'echo "{}"', 'sh -c "$1" < "$2" >/dev/null')
     assert sshnodes.processes_with_env("TMPDIR", env) == {}  # no watchdog, no `sleep 1`
     assert list(tmp.glob("envtool.*")) == []
+
+
+def test_interrupted_local_verify_stops_its_probe_at_once(tmp_path: Path) -> None:
+    # `timeout` moves the probe into a process group of its own: killing the node script's
+    # group alone left it running (and envtool waiting on its pipes) until the deadline
+    prefix, tmp = tmp_path / "hung-env", tmp_path / "tmp"
+    faulty._fake_python(prefix, "exec sleep 4177")
+    (prefix / "conda-meta").mkdir()
+    tmp.mkdir()
+    env = {**os.environ, "CONDA_PREFIX": str(prefix), "TMPDIR": str(tmp)}
+    argv = [ENVTOOL, "verify", "--transport", "local", "--hosts", "localhost", "--no-lock"]
+    run = subprocess.Popen(
+        [*argv, "--min-gpus", "0", "--timeout", "120"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        end = time.monotonic() + 60
+        while "sleep 4177" not in sshnodes.processes_with_env("TMPDIR", {str(tmp)}).values():
+            assert time.monotonic() < end and run.poll() is None, "the probe never ran"
+            time.sleep(0.02)
+        start = time.monotonic()
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=30)
+        elapsed = time.monotonic() - start
+    finally:
+        if run.poll() is None:
+            run.kill()
+        left = sshnodes.processes_with_env("TMPDIR", {str(tmp)})
+        for pid in left:
+            os.kill(pid, signal.SIGKILL)
+    assert run.returncode == 130, err
+    assert elapsed < 5, f"{elapsed:.1f} s"
+    assert left == {}
+    assert list(tmp.glob("envtool.*")) == []  # the node script's trap removed its bundle
