@@ -71,8 +71,8 @@ def run(
         raw_out, raw_err = proc.communicate()
         result = Result(args, -9, _text(raw_out), _text(raw_err))
         raise ProcessError(f"{args[0]} timed out after {timeout:g} s", result) from None
-    except BaseException:
-        _kill_group(proc)
+    except BaseException:  # Ctrl-C: let it clean up (its own children too), then kill
+        _stop([proc], grace=1.0)
         proc.wait()
         raise
     finally:
@@ -90,18 +90,23 @@ _LOCK = threading.Lock()
 
 
 def kill_all(grace: float = 1.0) -> None:
-    """Stop every process still running (on Ctrl-C: no ssh, srun or local probe is left
-    behind): SIGTERM to each group so their traps clean up, SIGKILL to whatever of their
-    sessions is still there after ``grace`` seconds."""
+    """Stop every process still running (on Ctrl-C: no ssh, srun or local probe is left)."""
     with _LOCK:
         active = list(_ACTIVE)
-    for proc in active:
+    _stop(active, grace)
+
+
+def _stop(procs: list[subprocess.Popen[bytes]], grace: float) -> None:
+    """SIGTERM to each group, so traps and handlers clean up (a probe stops the torchrun it
+    started in a session of its own); SIGKILL to whatever of their sessions is still there
+    after ``grace`` seconds."""
+    for proc in procs:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGTERM)
     end = time.monotonic() + grace
-    while time.monotonic() < end and any(_session(p.pid, alive=True) for p in active):
+    while time.monotonic() < end and any(_session(p.pid, alive=True) for p in procs):
         time.sleep(0.02)
-    for proc in active:
+    for proc in procs:
         _kill_group(proc)
 
 

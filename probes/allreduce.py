@@ -201,15 +201,14 @@ def _watchdog(deadline: float) -> None:
     threading.Thread(target=run, daemon=True).start()
 
 
-def worker(args: Any) -> int:
-    """One rank: sweep the sizes, rank 0 writes the result document to ``--out``."""
+def init_rank(backend: str, deadline: float) -> tuple[Any, Any, str, Any]:
+    """torch, torch.distributed, the backend and this rank's device, the group initialised
+    (NCCL: one GPU per local rank; gloo: the CPU); a watchdog ends the rank at ``deadline``."""
     import torch
     import torch.distributed as dist
 
-    if args.deadline:
-        _watchdog(args.deadline)
-
-    backend = args.backend
+    if deadline:
+        _watchdog(deadline)
     if backend == "auto":
         backend = "nccl" if torch.cuda.is_available() else "gloo"
     local = int(os.environ.get("LOCAL_RANK", "0"))
@@ -219,6 +218,12 @@ def worker(args: Any) -> int:
     else:
         device = torch.device("cpu")
     dist.init_process_group(backend=backend)
+    return torch, dist, backend, device
+
+
+def worker(args: Any) -> int:
+    """One rank: sweep the sizes, rank 0 writes the result document to ``--out``."""
+    torch, dist, backend, device = init_rank(args.backend, args.deadline)
     try:
         devices = _gather_json(torch, dist, device, _device_line(torch, dist, device))
         rows = [
@@ -350,16 +355,28 @@ def launch(args: Any) -> dict[str, Any]:
         str(nproc),
         *_worker_argv(args, out),
     ]
+    try:
+        code, output = run_torchrun(argv, args.timeout)
+        if code is None:
+            return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
+        return _result(args, backend, nproc, code, output, out)
+    finally:
+        os.unlink(out)
+
+
+def run_torchrun(argv: list[str], timeout: float) -> tuple[int | None, str]:
+    """Run torchrun in its own session with a deadline: (its exit code, or None when the
+    deadline passed and it was stopped; its output). SIGTERM to this process stops it too."""
     previous, proc = _on_sigterm(_raise_terminated), None
     try:
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
         )
-        stdout, stderr = proc.communicate(timeout=args.timeout)
-        return _result(args, backend, nproc, proc.returncode, stdout + stderr, out)
+        stdout, stderr = proc.communicate(timeout=timeout)
+        return proc.returncode, stdout + stderr
     except subprocess.TimeoutExpired:
         _stop(proc)
-        return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
+        return None, ""
     except BaseException:
         if proc is not None:
             _stop(proc)
@@ -367,7 +384,6 @@ def launch(args: Any) -> dict[str, Any]:
     finally:
         if previous is not None:
             _on_sigterm(previous)
-        os.unlink(out)
 
 
 def _result(

@@ -23,7 +23,6 @@ import gc
 import json
 import os
 import runpy
-import subprocess
 import sys
 import tempfile
 import time
@@ -122,21 +121,7 @@ def _step(torch: Any, dist: Any, device: Any) -> dict[str, Any]:
 
 def worker(args: Any) -> int:
     """One rank: the step and its checks; rank 0 writes the document to ``--out``."""
-    import torch
-    import torch.distributed as dist
-
-    if args.deadline:
-        _allreduce_probe()["_watchdog"](args.deadline)
-    backend = args.backend
-    if backend == "auto":
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if backend == "nccl":
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-    else:
-        device = torch.device("cpu")
-    dist.init_process_group(backend=backend)
+    torch, dist, backend, device = _allreduce_probe()["init_rank"](args.backend, args.deadline)
     try:
         start = time.perf_counter()
         figures = _step(torch, dist, device)
@@ -167,9 +152,9 @@ def worker(args: Any) -> int:
 # ---------------------------------------------------------------- launcher side
 
 
-def _plan(args: Any) -> tuple[str, int]:
+def _plan(args: Any, helpers: dict[str, Any]) -> tuple[str, int]:
     """The backend and the number of processes: NCCL with one GPU each, else gloo."""
-    gpus = _allreduce_probe()["_gpu_count"]()
+    gpus = helpers["_gpu_count"]()
     backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
     nproc = max(1, args.nproc)
     if backend == "nccl":
@@ -184,7 +169,7 @@ def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
 def launch(args: Any) -> dict[str, Any]:
     """torchrun --standalone with a deadline; rank 0's document, or an error document."""
     helpers = _allreduce_probe()
-    backend, nproc = _plan(args)
+    backend, nproc = _plan(args, helpers)
     fd, out = tempfile.mkstemp(prefix="envtool-ddp-", suffix=".json")
     os.close(fd)
     argv = [
@@ -203,21 +188,17 @@ def launch(args: Any) -> dict[str, Any]:
         "--backend",
         backend,
     ]
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
     try:
-        stdout, stderr = proc.communicate(timeout=args.timeout)
+        code, output = helpers["run_torchrun"](argv, args.timeout)
+        if code is None:
+            return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
         with open(out, encoding="utf-8") as fh:
             text = fh.read()
-        if proc.returncode != 0 or not text:
-            why = helpers["_failure"](stderr + stdout)
-            return _error(backend, nproc, "torchrun exited %d: %s" % (proc.returncode, why))
+        if code != 0 or not text:
+            why = helpers["_failure"](output)
+            return _error(backend, nproc, "torchrun exited %d: %s" % (code, why))
         doc: dict[str, Any] = json.loads(text)
         return doc
-    except subprocess.TimeoutExpired:
-        helpers["_stop"](proc)
-        return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
     finally:
         os.unlink(out)
 
@@ -231,6 +212,11 @@ def main(argv: list[str] | None = None) -> int:
         doc = launch(args)
     except Exception as exc:  # torch missing, torchrun not startable: data, not a traceback
         doc = _error(args.backend, args.nproc, "%s: %s" % (type(exc).__name__, exc))
+    except BaseException as exc:
+        if type(exc).__name__ != "Terminated":  # allreduce.py's: SIGTERM stopped torchrun
+            raise
+        sys.stderr.write("ddp_smoke.py: terminated; torchrun and its workers stopped\n")
+        return 143
     print(json.dumps(doc, sort_keys=True))
     return 0 if doc.get("ok") else 1
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import socket
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -244,3 +247,27 @@ def test_ddp_that_cannot_finish_fails_and_json_report(lab: Lab) -> None:
     assert steps["ddp"]["status"] == "fail" and "deadline" in steps["ddp"]["summary"]
     assert "troubleshooting" in steps["ddp"]["fix"]
     assert steps["packages"]["status"] == "pass"
+
+
+def _ddp_processes() -> list[str]:
+    ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+    return [line for line in ps.splitlines() if "ddp_smoke.py" in line]
+
+
+def test_ctrl_c_during_the_ddp_step_leaves_no_rank_behind(lab: Lab) -> None:
+    require(_torch_available(), "torch is not installed (pip install torch==2.13.0)")
+    envtool = str(Path(sys.executable).parent / "envtool")
+    argv = [envtool, "doctor", "--prefix", str(lab.good), "--min-gpus", "0", *_ports()]
+    run = subprocess.Popen(argv, cwd=lab.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    end = time.monotonic() + 120
+    while sum("--worker" in p for p in _ddp_processes()) < 2 and time.monotonic() < end:
+        time.sleep(0.05)
+    assert run.poll() is None, "doctor ended before its DDP ranks ran"
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=30)
+    assert run.returncode == 130 and b"interrupted" in err and b"Traceback" not in err
+    end = time.monotonic() + 5
+    while _ddp_processes() and time.monotonic() < end:
+        time.sleep(0.05)
+    left = _ddp_processes()
+    assert left == [], left  # the launcher, torchrun and both ranks stop with doctor
