@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.envtool-installed
 TORCH_VERSION ?= 2.13.0
 
-.PHONY: verify test lint bench lock clean demo doctor
+.PHONY: verify test lint bench lock clean demo doctor sshd
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -48,4 +48,16 @@ clean:
 
 # A one-minute demonstration: three sshd nodes on loopback, one drifted, envtool verify.
 demo: $(STAMP)
+	@test -x /usr/sbin/sshd || $(MAKE) -s sshd
 	$(BIN)/python examples/demo.py
+
+# The demo's "nodes" are OpenSSH sshd processes on loopback: installed here when missing (root
+# with apt), else the command to run is printed.
+sshd:
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing openssh-server for the demo's sshd nodes"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends openssh-server openssh-client >/dev/null; \
+	else \
+	  echo "make demo needs OpenSSH's sshd: sudo apt-get install openssh-server" >&2; exit 2; \
+	fi
