@@ -66,9 +66,13 @@ class DoctorReport:
                 f"\n{len(failed)} of {len(steps)} checks failed ({', '.join(failed)}): run the "
                 "fix lines above, then envtool doctor again."
             )
-        else:
-            extra = f" ({len(warned)} with warnings: {', '.join(warned)})" if warned else ""
-            click.echo(
-                f"\nall {len(steps)} checks passed{extra}: "
-                "this environment matches the lock and ran a DDP step."
-            )
+            return
+        skipped = [s.name for s in steps if s.status == SKIP]
+        passed = len(steps) - len(skipped)
+        head = f"all {passed} checks passed" if not skipped else f"{passed} checks passed"
+        notes = [f"{len(warned)} with warnings: {', '.join(warned)}"] if warned else []
+        notes += [f"skipped: {', '.join(skipped)}"] if skipped else []
+        extra = f" ({'; '.join(notes)})" if notes else ""
+        ran = any(s.name == "ddp" and s.status == PASS for s in steps)
+        what = "matches the lock and ran a DDP step" if ran else "matches the lock"
+        click.echo(f"\n{head}{extra}: this environment {what}.")
