@@ -127,6 +127,8 @@ def node_script(options: FanoutOptions) -> str:
         f"{_TRAPS}{fetch}"
         f"{_python_choice(options)}; "
         '[ -n "$py" ] || { echo "envtool: no python on this node" >&2; exit 99; }; '
+        '[ -x "$py" ] || { echo "envtool: no conda environment at ${py%/bin/python}'
+        ' (no bin/python)" >&2; exit 96; }; '
         f'if command -v timeout >/dev/null 2>&1; then t="timeout -k 5 {limit}"; else t=; fi; '
         'p=$(cd "$(dirname "$py")/.." && pwd); '
         f'$t "$py" "$d/node.py" --prefix "$p" {args} & k=$!; '
@@ -215,6 +217,7 @@ def _failure(result: proc.Result) -> str:
         97: "cannot create a temp dir",
         98: "cannot unpack the probe bundle",
         99: "no python",
+        96: "no environment",
     }
     label = known.get(result.returncode, f"exited {result.returncode}")
     return f"{label}: {why[:300]}"

@@ -126,7 +126,9 @@ def decide(
     """Every finding over the hosts' reports (pure)."""
     findings: list[Finding] = []
     for r in reports:
-        if not r.ok:
+        if not r.ok and "no conda environment at" in r.error:
+            r = replace(r, problems=(r.error.split(": ", 1)[-1], *r.problems))
+        elif not r.ok:
             findings.append(
                 Finding(
                     "unreachable",
