@@ -48,7 +48,7 @@ def lockfile(lock_path: Path, platform: str) -> tuple[Step, Lockfile | None]:
         fix = (
             _relock(lock_path, env_guess)
             if env_guess.is_file()
-            else ("get the lab's environment.yml and conda-lock.yml (git clone the lab's repo)")
+            else "get the lab's environment.yml and conda-lock.yml: git clone the lab's repo"
         )
         return Step("lockfile", FAIL, f"{lock_path} not found", fix), None
     try:
@@ -60,7 +60,7 @@ def lockfile(lock_path: Path, platform: str) -> tuple[Step, Lockfile | None]:
         have = ", ".join(data.metadata.platforms) or "none"
         fix = f"{_relock(lock_path, env_guess)} -p {platform}"
         return Step("lockfile", FAIL, f"{lock_path} has no {platform} packages ({have})", fix), None
-    env_path = install._source_env(lock_path, data)
+    env_path = install.source_env(lock_path, data)
     if env_path is None:
         summary = f"{lock_path}: {count} packages for {platform}; no environment.yml to check"
         return Step("lockfile", WARN, summary, "keep environment.yml beside the lock"), data
@@ -79,7 +79,7 @@ def env_name(lock_path: Path, lock: Lockfile | None) -> str:
     """environment.yml's ``name`` (the conda env the lab uses), else ``ddp``."""
     from envtool import install, spec
 
-    env_path = install._source_env(lock_path, lock) if lock is not None else None
+    env_path = install.source_env(lock_path, lock) if lock is not None else None
     if env_path is not None:
         try:
             return spec.read_env(env_path).name or "ddp"
@@ -133,7 +133,8 @@ def environment(
     summary = f"no {name} environment (looked in {where})"
     if lock is None or not offer_install(target):
         return Step("environment", FAIL, summary, install_fix(lock_path, target)), None
-    return _install(lock_path, target, platform), target
+    step = _install(lock_path, target, platform)
+    return step, (target if step.status == PASS else None)
 
 
 def _install(lock_path: Path, target: Path, platform: str) -> Step:

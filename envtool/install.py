@@ -48,7 +48,8 @@ class InstallResult:
     seconds: float
 
 
-def _source_env(lock_path: Path, data: Lockfile) -> Path | None:
+def source_env(lock_path: Path, data: Lockfile) -> Path | None:
+    """The environment file the lock was solved from (its ``sources``), if it is there."""
     for source in data.metadata.sources:
         candidate = lock_path.parent / source
         if candidate.name.endswith((".yml", ".yaml")) and candidate.is_file():
@@ -58,7 +59,7 @@ def _source_env(lock_path: Path, data: Lockfile) -> Path | None:
 
 def ensure_fresh(lock_path: Path, data: Lockfile, platform: str) -> None:
     """Refuse a lock whose environment file changed since it was solved."""
-    env_path = _source_env(lock_path, data)
+    env_path = source_env(lock_path, data)
     if env_path is None:
         return
     result = lock_mod.check(env_path, lock_path)
