@@ -273,3 +273,18 @@ def test_ctrl_c_during_the_ddp_step_leaves_no_rank_behind(lab: Lab) -> None:
         time.sleep(0.05)
     left = _ddp_processes()
     assert left == [], left  # the launcher, torchrun and both ranks stop with doctor
+
+
+def test_failed_install_is_a_fail_and_skips_the_rest(lab: Lab, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    shutil.copytree(lab.root, proj)
+    lock = proj / "conda-lock.yml"
+    lock.write_text(lock.read_text().replace(lab.channel.as_uri(), (tmp_path / "gone").as_uri()))
+    target = tmp_path / "env"
+    code, out, _ = lab.doctor("--prefix", str(target), "--install", "--no-ddp", cwd=proj)
+    assert code == 1
+    lines = _lines(out)
+    assert lines["environment"].startswith("✗") and "install failed" in lines["environment"]
+    assert "cannot read the archive" in lines["environment"]
+    assert lines["packages"].startswith("-") and lines["torch"].startswith("-")
+    assert not target.exists()  # a new prefix that could not be finished is removed
