@@ -123,7 +123,8 @@ def diff(a: str, b: str, platform: str, fmt: str) -> int:
 )
 @click.option("--plot", type=PathArg, help="Also draw busbw against message size into this PNG.")
 def nccl_tests(file: Path, fmt: str, large: str, plot: Path | None) -> int:
-    """Read an all_reduce_perf log (nccl-tests or envtool's): rows and peak busbw."""
+    """Read an all_reduce_perf log (nccl-tests or envtool's): rows and peak busbw; exit 1
+    when it counted wrong elements."""
     from envtool import nccl, report, yamlio
 
     run = nccl.parse(yamlio.read_text(file, "nccl-tests log"), str(file))
@@ -133,7 +134,8 @@ def nccl_tests(file: Path, fmt: str, large: str, plot: Path | None) -> int:
 
         plot_mod.busbw_png(run, plot, nccl.parse_size(large))
         report.wrote(plot)
-    return EXIT_OK
+    corrupt = bool(nccl.wrong_total(run)) or bool(run.out_of_bounds)
+    return EXIT_PROBLEMS if corrupt else EXIT_OK
 
 
 COMMANDS = (export, probe, diff, nccl_tests)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -66,14 +65,8 @@ def source_root() -> Path:
 
 def _git_revision(root: Path) -> str:
     try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except OSError:
+        out = proc.run(["git", "-C", str(root), "rev-parse", "HEAD"], timeout=10, check=False)
+    except proc.ProcessError:  # no git
         return "unknown"
     return out.stdout.strip() or "unknown"
 

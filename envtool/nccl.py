@@ -277,10 +277,15 @@ def nccl_avg_busbw(rows: Sequence[NcclRow]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def wrong_total(run: NcclRun) -> int | None:
+    """Wrong elements over every row and placement (None: the log has no validation)."""
+    wrongs = [w for r in run.rows for w in (r.oop.wrong, r.ip.wrong) if w is not None]
+    return sum(wrongs) if wrongs else None
+
+
 def summary(run: NcclRun, min_bytes: int = LARGE) -> dict[str, Any]:
     """JSON-ready: every row, the peak at large sizes, the tool's average, version, devices."""
     big = large_rows(run, min_bytes)
-    wrongs = [w for r in run.rows for w in (r.oop.wrong, r.ip.wrong) if w is not None]
     return {
         "source": run.source,
         "nccl_version": run.nccl_version,
@@ -294,7 +299,7 @@ def summary(run: NcclRun, min_bytes: int = LARGE) -> dict[str, Any]:
         "peak_busbw_oop": peak_busbw(run, min_bytes, in_place=False),
         "avg_busbw": run.avg_busbw,
         "out_of_bounds": run.out_of_bounds,
-        "wrong_total": sum(wrongs) if wrongs else None,
+        "wrong_total": wrong_total(run),
     }
 
 

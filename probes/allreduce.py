@@ -417,11 +417,14 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 def _failure(output: str) -> str:
-    """The most telling line of torchrun's output: a rank's exception, else the last line."""
+    """The most telling line of torchrun's output: a rank's exception (``[rank0]:``-prefixed
+    or bare, such as gloo's ``RuntimeError: ... Unable to find address for: ib9``), else the
+    last line."""
     lines = [ln.strip() for ln in output.splitlines() if ln.strip().strip("=")]
-    for line in lines:
-        if re.match(r"\[rank\d+\]: \w*(Error|Exception)", line):
-            return line
+    for pattern in (r"\[rank\d+\]: \w*(Error|Exception)", r"\w*(Error|Exception): "):
+        for line in lines:
+            if re.match(pattern, line) and "ChildFailedError" not in line:
+                return line
     return lines[-1] if lines else "no output"
 
 

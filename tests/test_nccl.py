@@ -375,3 +375,23 @@ def test_cli_reports_peak_apart_from_the_average(shared_data: Path, tmp_path: Pa
     junk.write_bytes(b"\x00\xff garbage")
     code, _, err = run_main(main, tmp_path, [], ("nccl-tests", str(junk)))
     assert code == 2 and err.count("\n") == 1
+
+
+def test_cli_exits_1_when_the_log_counted_wrong_elements(shared_data: Path, tmp_path: Path) -> None:
+    from conftest import run_main
+
+    from envtool.cli import main
+
+    text = (
+        shared_data / "real" / "nccl-tests" / "issue290-8xh100-single-node-nvls.txt"
+    ).read_text()
+    row = next(ln for ln in text.splitlines() if ln.strip().startswith("4294967296"))
+    bad = (
+        row[: row.rstrip().rfind(" ")]
+        + " "
+        + "3".rjust(len(row.rstrip()) - row.rstrip().rfind(" ") - 1)
+    )
+    log = tmp_path / "wrong.txt"
+    log.write_text(text.replace(row, bad))
+    code, out, _ = run_main(main, tmp_path, [], ("nccl-tests", str(log), "--format", "json"))
+    assert code == 1 and '"wrong_total": 3' in out

@@ -242,3 +242,16 @@ def _ps() -> list[str]:
 
 def _workers() -> list[str]:
     return [line for line in _ps() if "allreduce.py --worker" in line]
+
+
+def test_allreduce_failure_names_the_ranks_exception(tmp_path: Path) -> None:
+    _torch()
+    env = {**os.environ, "GLOO_SOCKET_IFNAME": "envtool-no-such-if0"}  # a wrong interface
+    argv = [sys.executable, str(PROBES / "allreduce.py"), "-e", "1K", "-n", "1", "-w", "1"]
+    out = subprocess.run(
+        [*argv, "--backend", "gloo", "--format", "json", "--timeout", "60"],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert out.returncode == 1
+    error = json.loads(out.stdout)["error"]
+    assert "Unable to find address for: envtool-no-such-if0" in error, error
