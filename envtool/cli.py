@@ -6,6 +6,7 @@ This is the one place that turns exceptions into exit codes.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,8 +21,10 @@ from envtool.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PROBLEMS,
+    EXIT_TERMINATED,
     EnvtoolError,
     InputError,
+    Terminated,
 )
 
 if TYPE_CHECKING:
@@ -164,6 +167,17 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _interrupted(exc: BaseException | None) -> int:
+    if isinstance(exc, Terminated):
+        return _fail("terminated (SIGTERM)", EXIT_TERMINATED)
+    return _fail("interrupted", EXIT_INTERRUPTED)
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # one is enough: cleanup must not be cut short
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code; the only place exceptions become exit codes."""
     try:
@@ -177,12 +191,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return EXIT_BAD_INPUT if isinstance(exc, click.UsageError) else exc.exit_code
-    except click.exceptions.Abort:
-        return _fail("interrupted", EXIT_INTERRUPTED)
+    except click.exceptions.Abort as exc:  # click turns a KeyboardInterrupt into Abort
+        return _interrupted(exc.__context__)
     except EnvtoolError as exc:
         return _fail(str(exc), exc.exit_code)
-    except KeyboardInterrupt:
-        return _fail("interrupted", EXIT_INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     except Exception as exc:  # the last resort: one line, a traceback only on request
         if os.environ.get("ENVTOOL_DEBUG", "") not in ("", "0"):
             import traceback
@@ -196,7 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """Console-script entry point."""
+    """Console-script entry point; SIGTERM stops envtool as Ctrl-C does (cleanup, exit 143)."""
+    signal.signal(signal.SIGTERM, _raise_terminated)
     code = main()
     if "rattler" in sys.modules:
         # rattler's runtime threads can abort the interpreter while it finalizes (seen about

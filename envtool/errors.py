@@ -7,6 +7,7 @@ EXIT_PROBLEMS = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # SIGTERM: 128 + 15, as a shell reports it
 
 
 class EnvtoolError(Exception):
@@ -41,6 +42,10 @@ class InstallError(EnvtoolError):
     """Installing a lock into a prefix failed (exit 1)."""
 
     exit_code = EXIT_PROBLEMS
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (scancel, kill, a CI timeout): stopped and cleaned up as Ctrl-C is (exit 143)."""
 
 
 def where(path: object, line: int | None = None) -> str:

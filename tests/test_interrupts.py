@@ -253,7 +253,12 @@ def test_node_script_leaves_nothing_after_a_normal_run(tmp_path: Path) -> None:
     assert list(tmp.glob("envtool.*")) == []
 
 
-def test_interrupted_local_verify_stops_its_probe_at_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"]
+)
+def test_interrupted_local_verify_stops_its_probe_at_once(
+    tmp_path: Path, sig: signal.Signals, code: int
+) -> None:
     # `timeout` moves the probe into a process group of its own: killing the node script's
     # group alone left it running (and envtool waiting on its pipes) until the deadline
     prefix, tmp = tmp_path / "hung-env", tmp_path / "tmp"
@@ -275,7 +280,7 @@ def test_interrupted_local_verify_stops_its_probe_at_once(tmp_path: Path) -> Non
             assert time.monotonic() < end and run.poll() is None, "the probe never ran"
             time.sleep(0.02)
         start = time.monotonic()
-        run.send_signal(signal.SIGINT)
+        run.send_signal(sig)  # SIGTERM: scancel, kill, a CI job's timeout
         _, err = run.communicate(timeout=30)
         elapsed = time.monotonic() - start
     finally:
@@ -284,7 +289,9 @@ def test_interrupted_local_verify_stops_its_probe_at_once(tmp_path: Path) -> Non
         left = sshnodes.processes_with_env("TMPDIR", {str(tmp)})
         for pid in left:
             os.kill(pid, signal.SIGKILL)
-    assert run.returncode == 130, err
+    assert run.returncode == code, err
+    said = b"terminated (SIGTERM)" if sig == signal.SIGTERM else b"interrupted"
+    assert err.strip().splitlines() == [b"envtool: error: " + said], err
     assert elapsed < 5, f"{elapsed:.1f} s"
     assert left == {}
     assert list(tmp.glob("envtool.*")) == []  # the node script's trap removed its bundle
