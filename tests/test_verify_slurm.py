@@ -197,3 +197,45 @@ def test_bundle_dir_on_a_shared_filesystem(lab: tuple[Project, Path], tmp_path: 
     assert code == 0, out + err
     assert (shared / "node.py").is_file() and (shared / "export.py").is_file()
     assert all(h["ok"] for h in json.loads(out)["hosts"])
+
+
+def test_ctrl_c_cancels_the_srun_step_on_every_node(
+    lab: tuple[Project, Path], tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import time
+
+    proj, envs = lab
+    hung = tmp_path / "envs"
+    (hung / "node2" / "bin").mkdir(parents=True)
+    (hung / "node1").symlink_to(envs / "node1")
+    (hung / "node2" / "bin" / "python").write_text("#!/bin/sh\nexec sleep 4321\n")
+    (hung / "node2" / "bin" / "python").chmod(0o755)
+
+    def left() -> list[str]:
+        ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+        return [a for a in ps.splitlines() if "sleep 4321" in a or "envtool-verify" in a]
+
+    envtool = str(Path(sys.executable).parent / "envtool")
+    argv = [envtool, "verify", "--transport", "slurm", "--hosts", "node[1-2]", "--no-lock"]
+    run = subprocess.Popen(
+        [*argv, "--prefix", f"{hung}/{{node}}", "--min-gpus", "0", "--timeout", "120"],
+        cwd=proj.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    end = time.monotonic() + 60
+    while not any("sleep 4321" in a for a in left()) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert run.poll() is None and left(), "the hung node's probe never ran"
+    start = time.monotonic()
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    while left() and time.monotonic() - start < 15:
+        time.sleep(0.1)
+    remaining = left()
+    steps = subprocess.run(["squeue", "-h", "-s"], capture_output=True, text=True).stdout
+    assert remaining == [], remaining  # srun cancelled the step: no task left on any node
+    assert "envtool" not in steps, steps
