@@ -242,3 +242,41 @@ def test_interrupted_stream_is_closed_at_once(
         image.build(options, on_line)
     assert step[0].startswith("RUN ") and caught.value is not None
     _cancelled(before, tag)
+
+
+def test_ctrl_c_during_verify_in_a_container_leaves_no_container(
+    engine: tuple[dockerd.Engine, str], tmp_path: Path
+) -> None:
+    """docker run's CLI passes the SIGTERM envtool sends on Ctrl-C to the container's shell
+    (PID 1 there, so only its trap acts): the hung probe is stopped, --rm removes the rest."""
+    eng, base = engine
+    tag = f"lab/hung:{os.getpid()}"
+    context = tmp_path / "ctx"
+    context.mkdir()
+    (context / "Dockerfile").write_text(
+        f"FROM {base}\nRUN mkdir -p /hung/bin && printf '#!/bin/sh\\nexec sleep 4433\\n' "
+        "> /hung/bin/python && chmod 755 /hung/bin/python\n"
+    )
+    made = _docker("build", "--network", "none", "-q", "-t", tag, str(context))
+    assert made.returncode == 0, made.stderr
+    before = _containers()
+    argv = [ENVTOOL, "verify", "--transport", "docker", "--image", tag, "--hosts", "image"]
+    run = subprocess.Popen(
+        [*argv, "--prefix", "/hung", "--no-lock", "--min-gpus", "0", "--timeout", "120"],
+        env={**os.environ, "DOCKER_HOST": eng.host},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+    def hung_probe_runs() -> bool:
+        top = [c for c in _containers() if c not in before]
+        return any("sleep 4433" in _docker("top", c).stdout for c in top)
+
+    assert _wait_for(hung_probe_runs, 60) <= 60 and run.poll() is None
+    start = time.monotonic()
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err.decode()[-2000:]
+    gone = _wait_for(lambda: _containers() == before, 15)
+    assert gone <= 15, _docker("ps", "-a").stdout  # the container stopped and was removed
+    assert time.monotonic() - start < 20
