@@ -8,7 +8,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from envtool.errors import ToolError
@@ -49,21 +49,24 @@ def run(
     """Run ``argv`` to completion; raise ProcessError on failure when ``check``."""
     args = tuple(str(a) for a in argv)
     full_env = {**os.environ, **env} if env is not None else None
+    with _signals_deferred() as deferred:  # a Ctrl-C inside Popen would orphan the child
+        try:
+            proc = subprocess.Popen(
+                args,
+                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=full_env,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ProcessError(f"cannot run {args[0]}: {exc.strerror}") from None
+        with _LOCK:
+            _ACTIVE.add(proc)
     try:
-        proc = subprocess.Popen(
-            args,
-            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=full_env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise ProcessError(f"cannot run {args[0]}: {exc.strerror}") from None
-    with _LOCK:
-        _ACTIVE.add(proc)
-    try:
+        for signum in deferred:  # delivered now, where the child is stopped with us
+            signal.raise_signal(signum)
         data = input.encode() if isinstance(input, str) else input
         raw_out, raw_err = proc.communicate(input=data, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -83,6 +86,25 @@ def run(
         detail = _last_line(result.stderr) or _last_line(result.stdout) or "no output"
         raise ProcessError(f"{args[0]} exited {proc.returncode}: {detail}", result)
     return result
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM that arrive inside the block are recorded, not acted on, so the
+    caller can act on them once the child it starts is registered (main thread only: other
+    threads never receive them)."""
+    deferred: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield deferred
+        return
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for signum in saved:
+        signal.signal(signum, lambda sig, _: deferred.append(sig))
+    try:
+        yield deferred
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 _ACTIVE: set[subprocess.Popen[bytes]] = set()
