@@ -9,6 +9,7 @@ import click
 from envtool.errors import EXIT_OK, EXIT_PROBLEMS
 
 PathArg = click.Path(path_type=Path)
+PORT = click.IntRange(1, 65535)
 
 
 @click.command()
@@ -21,16 +22,32 @@ PathArg = click.Path(path_type=Path)
 )
 @click.option("--platform", default="linux-64", show_default=True)
 @click.option(
-    "--min-gpus", type=int, default=1, show_default=True, help="0: a CPU-only machine passes."
+    "--min-gpus",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="0: a CPU-only machine passes.",
 )
 @click.option(
     "--install", "install_missing", is_flag=True, help="Install a missing environment unasked."
 )
 @click.option("--ddp/--no-ddp", default=True, show_default=True, help="Run the DDP smoke test.")
-@click.option("--nproc", type=int, default=2, show_default=True, help="DDP smoke-test processes.")
-@click.option("--timeout", type=float, default=180.0, show_default=True, help="DDP deadline (s).")
-@click.option("--master-port", type=int, help="Port to check (default: $MASTER_PORT, else 29500).")
-@click.option("--rdzv-port", type=int, default=29400, show_default=True)
+@click.option(
+    "--nproc",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="DDP smoke-test processes.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1.0),
+    default=180.0,
+    show_default=True,
+    help="DDP deadline (s).",
+)
+@click.option("--master-port", type=PORT, help="Port to check (default: $MASTER_PORT, else 29500).")
+@click.option("--rdzv-port", type=PORT, default=29400, show_default=True)
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )

@@ -9,6 +9,9 @@ import click
 from envtool.errors import EXIT_OK, EXIT_PROBLEMS
 
 PathArg = click.Path(path_type=Path)
+SECONDS = click.FloatRange(min=1.0)
+COUNT = click.IntRange(min=0)
+GBPS = click.FloatRange(min=0.0)
 
 
 def _env_name(lock_path: Path | None) -> str:
@@ -54,11 +57,21 @@ def _env_name(lock_path: Path | None) -> str:
 @click.option("--time", "time_limit", help="--transport slurm outside an allocation: srun --time.")
 @click.option("--image", help="--transport docker: run the probes in a new container of IMAGE.")
 @click.option("--container", help="--transport docker: run the probes in a running container.")
-@click.option("--fanout", type=int, default=64, show_default=True, help="Hosts probed at once.")
 @click.option(
-    "--timeout", type=float, default=120.0, show_default=True, help="Per-host deadline in seconds."
+    "--fanout",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Hosts probed at once.",
 )
-@click.option("--connect-timeout", type=float, default=10.0, show_default=True)
+@click.option(
+    "--timeout",
+    type=SECONDS,
+    default=120.0,
+    show_default=True,
+    help="Per-host deadline in seconds.",
+)
+@click.option("--connect-timeout", type=SECONDS, default=10.0, show_default=True)
 @click.option("-F", "--ssh-config", type=PathArg, help="ssh configuration file.")
 @click.option("--ssh-option", multiple=True, metavar="KEY=VALUE", help="Extra ssh -o option.")
 @click.option(
@@ -86,12 +99,12 @@ def _env_name(lock_path: Path | None) -> str:
     metavar="HOST:PORT",
     help="--allreduce cluster: the c10d rendezvous (default: first host:29400).",
 )
-@click.option("--min-gpus", type=int, default=1, show_default=True)
-@click.option("--min-busbw", type=float, help="Fail nodes whose all-reduce busbw (GB/s) is lower.")
+@click.option("--min-gpus", type=COUNT, default=1, show_default=True)
+@click.option("--min-busbw", type=GBPS, help="Fail nodes whose all-reduce busbw (GB/s) is lower.")
 @click.option("--baseline", type=PathArg, help="Earlier verify JSON report or nccl-tests log.")
 @click.option(
     "--tolerance",
-    type=float,
+    type=click.FloatRange(0.0, 1.0),
     default=0.10,
     show_default=True,
     help="Allowed busbw shortfall against --baseline.",
@@ -197,10 +210,10 @@ def verify(
 )
 @click.option("--allreduce-args", default="-b 8 -e 32M -f 4 -n 10 -w 2", show_default=True)
 @click.option("--rdzv-endpoint", default="", metavar="HOST:PORT")
-@click.option("--min-gpus", type=int, default=1, show_default=True)
-@click.option("--min-busbw", type=float)
+@click.option("--min-gpus", type=COUNT, default=1, show_default=True)
+@click.option("--min-busbw", type=GBPS)
 @click.option("--baseline", type=PathArg)
-@click.option("--timeout", type=float, default=300.0, show_default=True)
+@click.option("--timeout", type=SECONDS, default=300.0, show_default=True)
 @click.option("--junit", "junit_file", type=PathArg, help="Also write a JUnit report here.")
 @click.pass_context
 def preflight(

@@ -288,3 +288,23 @@ def test_failed_install_is_a_fail_and_skips_the_rest(lab: Lab, tmp_path: Path) -
     assert "cannot read the archive" in lines["environment"]
     assert lines["packages"].startswith("-") and lines["torch"].startswith("-")
     assert not target.exists()  # a new prefix that could not be finished is removed
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [("--nproc", "0"), ("--timeout", "-1"), ("--master-port", "70000"), ("--min-gpus", "-1")],
+    ids=lambda b: " ".join(b),
+)
+def test_bad_options_are_usage_errors(lab: Lab, bad: tuple[str, str]) -> None:
+    code, out, err = lab.doctor(*bad)
+    assert code == 2 and "Invalid value" in err and not out
+
+
+def test_master_port_from_the_environment_is_checked(
+    lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MASTER_PORT", "70000")
+    code, out, _ = lab.doctor("--prefix", str(lab.good), "--min-gpus", "0", "--no-ddp")
+    assert code == 1
+    line = _lines(out)["ports"]
+    assert line.startswith("✗") and "MASTER_PORT='70000' is not a port" in line
