@@ -20,16 +20,13 @@ send buffer itself.
 from __future__ import annotations
 
 import argparse
-import contextlib
+import importlib.util
 import json
 import os
 import re
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from typing import Any
 
@@ -190,40 +187,21 @@ def _device_line(torch: Any, dist: Any, device: Any) -> dict[str, Any]:
     }
 
 
-def _watchdog(deadline: float) -> None:
-    """Leave at the deadline even if a collective hangs (a dead peer, a blocked port)."""
-
-    def run() -> None:
-        time.sleep(max(0.0, deadline - time.time()))
-        sys.stderr.write("allreduce.py: worker past its deadline, exiting\n")
-        os._exit(3)
-
-    threading.Thread(target=run, daemon=True).start()
-
-
-def init_rank(backend: str, deadline: float) -> tuple[Any, Any, str, Any]:
-    """torch, torch.distributed, the backend and this rank's device, the group initialised
-    (NCCL: one GPU per local rank; gloo: the CPU); a watchdog ends the rank at ``deadline``."""
-    import torch
-    import torch.distributed as dist
-
-    if deadline:
-        _watchdog(deadline)
-    if backend == "auto":
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    if backend == "nccl":
-        torch.cuda.set_device(local)
-        device = torch.device("cuda", local)
-    else:
-        device = torch.device("cpu")
-    dist.init_process_group(backend=backend)
-    return torch, dist, backend, device
+def _torchrun() -> Any:
+    """probes/torchrun.py, loaded by path once per process (its Terminated stays one class)."""
+    name = "envtool_probe_torchrun"
+    if name not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchrun.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
 def worker(args: Any) -> int:
     """One rank: sweep the sizes, rank 0 writes the result document to ``--out``."""
-    torch, dist, backend, device = init_rank(args.backend, args.deadline)
+    torch, dist, backend, device = _torchrun().init_rank(args.backend, args.deadline)
     try:
         devices = _gather_json(torch, dist, device, _device_line(torch, dist, device))
         rows = [
@@ -263,15 +241,6 @@ def _document(
 
 
 # ---------------------------------------------------------------- launcher side
-
-
-def _gpu_count() -> int:
-    try:
-        import torch
-
-        return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
-    except Exception:
-        return 0
 
 
 def _worker_argv(args: Any, out: str) -> list[str]:
@@ -317,31 +286,13 @@ def _rendezvous(args: Any) -> list[str]:
     ]
 
 
-class Terminated(BaseException):
-    """SIGTERM reached the launcher (the node's connection is gone, or a deadline passed)."""
-
-
-def _raise_terminated(signum: int, frame: Any) -> None:
-    # GNU timeout signals its child, then its whole group: the second must not cut _stop short
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise Terminated()
-
-
-def _on_sigterm(handler: Any) -> Any:
-    """Set the SIGTERM handler; the previous one (None off the main thread, where it can't)."""
-    try:
-        return signal.signal(signal.SIGTERM, handler)
-    except ValueError:
-        return None
-
-
 def launch(args: Any) -> dict[str, Any]:
     """Run torchrun --standalone with a deadline; return rank 0's document or an error one.
 
     torchrun runs in its own session (a Ctrl-C in the node's terminal is not its business), so
     a signal to this process's group would not reach it: SIGTERM raises Terminated here, and
     unwinding stops torchrun, which stops its workers."""
-    gpus = _gpu_count()
+    gpus = _torchrun().gpu_count()
     backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
     nproc = args.nproc or (gpus if backend == "nccl" else 2)
     fd, out = tempfile.mkstemp(prefix="envtool-allreduce-", suffix=".json")
@@ -356,34 +307,12 @@ def launch(args: Any) -> dict[str, Any]:
         *_worker_argv(args, out),
     ]
     try:
-        code, output = run_torchrun(argv, args.timeout)
+        code, output = _torchrun().run_torchrun(argv, args.timeout)
         if code is None:
             return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
         return _result(args, backend, nproc, code, output, out)
     finally:
         os.unlink(out)
-
-
-def run_torchrun(argv: list[str], timeout: float) -> tuple[int | None, str]:
-    """Run torchrun in its own session with a deadline: (its exit code, or None when the
-    deadline passed and it was stopped; its output). SIGTERM to this process stops it too."""
-    previous, proc = _on_sigterm(_raise_terminated), None
-    try:
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-        )
-        stdout, stderr = proc.communicate(timeout=timeout)
-        return proc.returncode, stdout + stderr
-    except subprocess.TimeoutExpired:
-        _stop(proc)
-        return None, ""
-    except BaseException:
-        if proc is not None:
-            _stop(proc)
-        raise
-    finally:
-        if previous is not None:
-            _on_sigterm(previous)
 
 
 def _result(
@@ -401,31 +330,9 @@ def _result(
             "member": True,
         }  # rank 0 ran on another node, which reports the result
     if returncode != 0 or not text:
-        return _error(backend, nproc, "torchrun exited %d: %s" % (returncode, _failure(output)))
+        why = _torchrun().failure(output)
+        return _error(backend, nproc, "torchrun exited %d: %s" % (returncode, why))
     return json.loads(text)
-
-
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """SIGTERM torchrun (it stops its workers), then SIGKILL its group if it lingers."""
-    proc.terminate()
-    try:
-        proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-
-
-def _failure(output: str) -> str:
-    """The most telling line of torchrun's output: a rank's exception (``[rank0]:``-prefixed
-    or bare, such as gloo's ``RuntimeError: ... Unable to find address for: ib9``), else the
-    last line."""
-    lines = [ln.strip() for ln in output.splitlines() if ln.strip().strip("=")]
-    for pattern in (r"\[rank\d+\]: \w*(Error|Exception)", r"\w*(Error|Exception): "):
-        for line in lines:
-            if re.match(pattern, line) and "ChildFailedError" not in line:
-                return line
-    return lines[-1] if lines else "no output"
 
 
 def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
@@ -494,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         return worker(args)
     try:
         doc = launch(args)
-    except Terminated:
+    except _torchrun().Terminated:
         sys.stderr.write("allreduce.py: terminated; torchrun and its workers stopped\n")
         return 143
     if args.format == "json":

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import os
-import runpy
 import sys
 import tempfile
 import time
@@ -32,9 +32,16 @@ SCHEMA = "envtool.ddp-smoke/1"
 TOLERANCE = 1e-5  # float32 sums in another order
 
 
-def _allreduce_probe() -> dict[str, Any]:
-    """The all-reduce probe's launcher helpers (deadline watchdog, stop, failure line)."""
-    return runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "allreduce.py"))
+def _torchrun() -> Any:
+    """probes/torchrun.py, loaded by path once per process (its Terminated stays one class)."""
+    name = "envtool_probe_torchrun"
+    if name not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torchrun.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,7 +128,7 @@ def _step(torch: Any, dist: Any, device: Any) -> dict[str, Any]:
 
 def worker(args: Any) -> int:
     """One rank: the step and its checks; rank 0 writes the document to ``--out``."""
-    torch, dist, backend, device = _allreduce_probe()["init_rank"](args.backend, args.deadline)
+    torch, dist, backend, device = _torchrun().init_rank(args.backend, args.deadline)
     try:
         start = time.perf_counter()
         figures = _step(torch, dist, device)
@@ -152,9 +159,9 @@ def worker(args: Any) -> int:
 # ---------------------------------------------------------------- launcher side
 
 
-def _plan(args: Any, helpers: dict[str, Any]) -> tuple[str, int]:
+def _plan(args: Any) -> tuple[str, int]:
     """The backend and the number of processes: NCCL with one GPU each, else gloo."""
-    gpus = helpers["_gpu_count"]()
+    gpus = _torchrun().gpu_count()
     backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
     nproc = max(1, args.nproc)
     if backend == "nccl":
@@ -168,8 +175,7 @@ def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
 
 def launch(args: Any) -> dict[str, Any]:
     """torchrun --standalone with a deadline; rank 0's document, or an error document."""
-    helpers = _allreduce_probe()
-    backend, nproc = _plan(args, helpers)
+    backend, nproc = _plan(args)
     fd, out = tempfile.mkstemp(prefix="envtool-ddp-", suffix=".json")
     os.close(fd)
     argv = [
@@ -189,13 +195,13 @@ def launch(args: Any) -> dict[str, Any]:
         backend,
     ]
     try:
-        code, output = helpers["run_torchrun"](argv, args.timeout)
+        code, output = _torchrun().run_torchrun(argv, args.timeout)
         if code is None:
             return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
         with open(out, encoding="utf-8") as fh:
             text = fh.read()
         if code != 0 or not text:
-            why = helpers["_failure"](output)
+            why = _torchrun().failure(output)
             return _error(backend, nproc, "torchrun exited %d: %s" % (code, why))
         doc: dict[str, Any] = json.loads(text)
         return doc
@@ -212,9 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = launch(args)
     except Exception as exc:  # torch missing, torchrun not startable: data, not a traceback
         doc = _error(args.backend, args.nproc, "%s: %s" % (type(exc).__name__, exc))
-    except BaseException as exc:
-        if type(exc).__name__ != "Terminated":  # allreduce.py's: SIGTERM stopped torchrun
-            raise
+    except _torchrun().Terminated:  # SIGTERM: torchrun and its ranks were stopped
         sys.stderr.write("ddp_smoke.py: terminated; torchrun and its workers stopped\n")
         return 143
     print(json.dumps(doc, sort_keys=True))
