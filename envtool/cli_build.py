@@ -34,7 +34,7 @@ def build(
 ) -> int:
     """Build a Docker image with exactly the locked packages (multi-stage, hashes checked)."""
     from envtool import image, report
-    from envtool.cli_verify import _env_name
+    from envtool.install import env_name as lock_env_name
 
     options = image.BuildOptions(
         lockfile,
@@ -44,7 +44,7 @@ def build(
         network,
         no_cache,
         push,
-        env_name or _env_name(lockfile) or "ddp",
+        env_name or lock_env_name(lockfile) or "ddp",
         platform,
     )
     with report.BuildLog() as log:

@@ -14,23 +14,6 @@ COUNT = click.IntRange(min=0)
 GBPS = click.FloatRange(min=0.0)
 
 
-def _env_name(lock_path: Path | None) -> str:
-    """The env name the nodes' conda env dirs are searched for: environment.yml's ``name``."""
-    from envtool import lockfile, spec
-    from envtool.errors import InputError
-
-    if lock_path is None or not lock_path.is_file():
-        return ""
-    for source in lockfile.read(lock_path).metadata.sources:
-        candidate = lock_path.parent / source
-        if candidate.is_file():
-            try:
-                return spec.read_env(candidate).name
-            except InputError:
-                return ""
-    return ""
-
-
 @click.command()
 @click.option(
     "--hosts",
@@ -155,7 +138,7 @@ def verify(
     """Probe every node in parallel and report drift from the lock and from each other."""
     import shlex
 
-    from envtool import hosts, remote, report
+    from envtool import hosts, install, remote, report
     from envtool import verify as verify_mod
 
     lock_path = None if no_lock else lockfile
@@ -168,7 +151,7 @@ def verify(
         ssh_options=ssh_option,
         strict_host_keys=not insecure_no_host_key_check,
         prefix=prefix,
-        env_name=_env_name(lock_path),
+        env_name=install.env_name(lock_path),
         docker_target=image or container or "",
         docker_run=image is not None,
         bundle_dir=bundle_dir,

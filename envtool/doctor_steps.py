@@ -75,19 +75,6 @@ def lockfile(lock_path: Path, platform: str) -> tuple[Step, Lockfile | None]:
     return Step("lockfile", PASS, summary), data
 
 
-def env_name(lock_path: Path, lock: Lockfile | None) -> str:
-    """environment.yml's ``name`` (the conda env the lab uses), else ``ddp``."""
-    from envtool import install, spec
-
-    env_path = install.source_env(lock_path, lock) if lock is not None else None
-    if env_path is not None:
-        try:
-            return spec.read_env(env_path).name or "ddp"
-        except InputError:
-            pass
-    return "ddp"
-
-
 def candidates(name: str) -> list[Path]:
     """Where conda keeps an env called ``name``, then ``$CONDA_PREFIX``."""
     from envtool.remote import ENV_DIRS
@@ -120,7 +107,9 @@ def environment(
     offer_install: Callable[[Path], bool],
 ) -> tuple[Step, Path | None]:
     """The environment is installed where it is expected (offering to install it)."""
-    name = env_name(lock_path, lock)
+    from envtool.install import env_name
+
+    name = env_name(lock_path, lock) or "ddp"
     looked = [prefix] if prefix is not None else candidates(name)
     found = next((p for p in looked if (p / "conda-meta").is_dir()), None)
     if found is not None and _incomplete(found):

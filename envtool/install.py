@@ -57,6 +57,19 @@ def source_env(lock_path: Path, data: Lockfile) -> Path | None:
     return None
 
 
+
+def env_name(lock_path: Path | None, data: Lockfile | None = None) -> str:
+    """The ``name`` of the environment.yml the lock was solved from; "" when unknown."""
+    from envtool import spec
+
+    if lock_path is None or not lock_path.is_file():
+        return ""
+    try:
+        env_path = source_env(lock_path, data or lockfile.read(lock_path))
+        return spec.read_env(env_path).name if env_path is not None else ""
+    except InputError:
+        return ""
+
 def ensure_fresh(lock_path: Path, data: Lockfile, platform: str) -> None:
     """Refuse a lock whose environment file changed since it was solved."""
     env_path = source_env(lock_path, data)
