@@ -1,11 +1,12 @@
 # syntax=docker/dockerfile:1
 # The lab's environment as an image, installed from exactly the locked packages.
 #
-# Built by `envtool build`, which assembles the context: this file, probes/, wheels/ and the
-# lockfile as conda-lock.yml. The builder installs envtool, then `envtool install` installs
-# the lock's linux-64 entries into /opt/conda/envs/$ENV_NAME with py-rattler, every archive's
-# hash checked; the runtime stage copies only that prefix and probes/ onto a slim base.
-# `docker run IMAGE` prints the node's facts (probes/gpu_facts.py).
+# Built by `envtool build`, which assembles the context: this file, envtool_node/ (the node
+# package), wheels/ and the lockfile as conda-lock.yml. The builder installs envtool, then
+# `envtool install` installs the lock's linux-64 entries into /opt/conda/envs/$ENV_NAME with
+# py-rattler, every archive's hash checked; the runtime stage copies only that prefix and the
+# node package onto a slim base. `docker run IMAGE` prints the node's facts
+# (python -m envtool_node.facts).
 ARG BUILDER_IMAGE=python:3.11-slim-bookworm
 ARG BASE_IMAGE=debian:bookworm-slim
 
@@ -29,10 +30,11 @@ FROM ${BASE_IMAGE}
 ARG ENV_NAME=ddp
 ARG USER_UID=1000
 COPY --from=builder /opt/conda/envs/${ENV_NAME} /opt/conda/envs/${ENV_NAME}
-COPY probes /opt/envtool/probes
+COPY envtool_node /opt/envtool/envtool_node
 RUN useradd --create-home --uid ${USER_UID} envtool 2>/dev/null \
     || echo "envtool:x:${USER_UID}:${USER_UID}::/tmp:/bin/sh" >> /etc/passwd
 ENV CONDA_PREFIX=/opt/conda/envs/${ENV_NAME} \
     PATH=/opt/conda/envs/${ENV_NAME}/bin:/usr/local/bin:/usr/bin:/bin
 USER ${USER_UID}
-CMD ["python", "/opt/envtool/probes/gpu_facts.py"]
+WORKDIR /opt/envtool
+CMD ["python", "-B", "-m", "envtool_node.facts"]

@@ -33,7 +33,8 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check envtool probes tests bench examples
+	$(BIN)/ruff check envtool envtool_node tests bench examples
+	$(BIN)/ruff format --check envtool envtool_node tests bench examples
 	$(BIN)/mypy
 
 bench: $(STAMP)

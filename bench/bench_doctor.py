@@ -2,7 +2,7 @@
 
 A local channel whose ``python`` runs this interpreter (with torch), locked and installed into
 a prefix; then, alternately, the whole ``envtool doctor --prefix P --min-gpus 0`` and the bare
-``torchrun --standalone --nproc-per-node=2 probes/ddp_smoke.py --worker`` that its ``ddp``
+``torchrun --standalone --nproc-per-node=2 -m envtool_node.ddp_smoke --worker`` that its ``ddp``
 step launches. The ratio is what the six other steps and envtool itself add to the DDP run a
 user would otherwise launch by hand.
 
@@ -61,7 +61,8 @@ def main() -> int:
             "--standalone",
             "--nproc-per-node",
             "2",
-            str(REPO / "probes" / "ddp_smoke.py"),
+            "-m",
+            "envtool_node.ddp_smoke",
             "--worker",
             "--backend",
             "gloo",

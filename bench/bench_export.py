@@ -1,11 +1,11 @@
-"""Export speed: ``probes/export.py`` vs conda's own ``conda env export``, in one run.
+"""Export speed: ``envtool_node.export`` vs conda's own ``conda env export``, in one run.
 
 Builds a synthetic channel (python, pip and N-2 packages: a third arch python packages with a
 ``.dist-info``, a third noarch python, a third plain libraries), installs all of it with
 py-rattler, adds a few pip-installed distributions, then times, as subprocesses with this
 same interpreter:
 
-- ``python probes/export.py --prefix P --name P``
+- ``python envtool_node.export --prefix P --name P``
 - ``python -c "from_environment(P, P).to_yaml()"`` (conda 24.7 vendored by conda-lock)
 
 and prints the median of each, the ratio, and whether the two outputs are byte-identical.
@@ -80,7 +80,8 @@ def main() -> int:
         probe_s, probe_out = _time(
             [
                 sys.executable,
-                str(REPO / "probes" / "export.py"),
+                "-m",
+                "envtool_node.export",
                 "--prefix",
                 str(prefix),
                 "--name",
@@ -89,7 +90,7 @@ def main() -> int:
             args.runs,
         )
         oracle_s, oracle_out = _time([sys.executable, "-c", ORACLE, str(prefix)], args.runs)
-    print(f"probes/export.py : {probe_s * 1000:8.1f} ms (median of {args.runs})")
+    print(f"envtool_node.export : {probe_s * 1000:8.1f} ms (median of {args.runs})")
     print(f"conda env export : {oracle_s * 1000:8.1f} ms (median of {args.runs})")
     print(f"ratio            : {oracle_s / probe_s:8.1f}x faster")
     print(f"byte-identical   : {probe_out == oracle_out}")

@@ -98,11 +98,13 @@ def _interrupted(lab: faulty.InterruptLab, work: Path, ready: str, count: int, *
 
 def _watchdog_cost(lab: faulty.InterruptLab, runs: int) -> str:
     """Paired ssh runs of node1's script with and without the watchdog (milliseconds)."""
-    from envtool import probes, remote
+    from envtool.cluster import bundle
+    from envtool.cluster.nodescript import _WATCHDOG, node_script
+    from envtool.cluster.options import FanoutOptions
 
-    options = remote.FanoutOptions(node_args=("--no-torch",))
-    bundle, with_it = probes.bundle(), remote.node_script(options)
-    scripts = {"with": with_it, "without": with_it.replace(remote._WATCHDOG, "")}
+    options = FanoutOptions(node_args=("--no-torch",))
+    bundle, with_it = bundle.bundle(), node_script(options)
+    scripts = {"with": with_it, "without": with_it.replace(_WATCHDOG, "")}
     seconds: dict[str, list[float]] = {"with": [], "without": []}
     ssh = ["ssh", "-F", str(lab.cluster.ssh_config), "node1"]
     for _ in range(runs):

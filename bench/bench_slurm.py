@@ -25,8 +25,10 @@ sys.path.insert(0, str(REPO))
 from fixtures import slurm  # noqa: E402
 from fixtures.channel import build_channel, realistic_packages  # noqa: E402
 
-from envtool import probes, remote  # noqa: E402
-from envtool.hosts import Host  # noqa: E402
+from envtool.cluster import bundle  # noqa: E402
+from envtool.cluster.hosts import Host  # noqa: E402
+from envtool.cluster.options import FanoutOptions  # noqa: E402
+from envtool.cluster.slurm import srun_argv  # noqa: E402
 
 BIN = Path(sys.executable).parent
 
@@ -100,10 +102,10 @@ def main() -> int:
                 "--format",
                 "json",
             ]
-            options = remote.FanoutOptions(transport="slurm", prefix=prefix)
-            bare = remote._srun_argv([Host(f"node{i}") for i in range(1, 5)], options)
+            options = FanoutOptions(transport="slurm", prefix=prefix)
+            bare = srun_argv([Host(f"node{i}") for i in range(1, 5)], options)
             t_env = _timed(envtool, None, env, work, args.runs)
-            t_bare = _timed(bare, probes.bundle(), env, work, args.runs)
+            t_bare = _timed(bare, bundle.bundle(), env, work, args.runs)
         finally:
             cluster.stop()
     print(f"4 Slurm nodes, median of {args.runs} runs, probes without all-reduce")

@@ -1,7 +1,7 @@
 """``envtool verify`` vs ClusterShell's ``clush`` on 8-64 loopback sshd hosts, in one run.
 
-Both run the same thing on every host: the probe bundle (probes/*.py as a gzipped tar) fed
-to the same node script on stdin, which unpacks it and runs node.py (export + GPU facts, no
+Both run the same thing on every host: the probe bundle (envtool_node/ as a gzipped tar) fed
+to the same node script on stdin, which unpacks it and runs the node package (export + GPU facts, no
 all-reduce). clush gets the bundle on its stdin (it forwards stdin to every node) and runs
 with the same fan-out (64) and the same ssh_config. envtool also parses, validates and
 compares every answer with the lock, which clush does not.
@@ -29,7 +29,9 @@ sys.path.insert(0, str(REPO))
 from fixtures import sshnodes  # noqa: E402
 from fixtures.channel import build_channel, realistic_packages  # noqa: E402
 
-from envtool import probes, remote  # noqa: E402
+from envtool.cluster import bundle  # noqa: E402
+from envtool.cluster.nodescript import node_script  # noqa: E402
+from envtool.cluster.options import FanoutOptions  # noqa: E402
 
 BIN = Path(sys.executable).parent
 
@@ -106,7 +108,7 @@ def _measure(work: Path, cluster: sshnodes.Cluster, n: int, runs: int) -> tuple[
         "--fanout",
         "64",
     ]
-    script = remote.node_script(remote.FanoutOptions(timeout=120))
+    script = node_script(FanoutOptions(timeout=120))
     clush = [
         str(BIN / "clush"),
         "-w",
@@ -119,7 +121,7 @@ def _measure(work: Path, cluster: sshnodes.Cluster, n: int, runs: int) -> tuple[
         script,
     ]
     t_env = _time(envtool, work, None, runs)
-    t_clush = _time(clush, work, probes.bundle(), runs)
+    t_clush = _time(clush, work, bundle.bundle(), runs)
     return n, t_env, t_clush
 
 

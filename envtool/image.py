@@ -12,8 +12,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from envtool import lockfile, proc
+from envtool.cluster import bundle, proc
 from envtool.errors import EnvtoolError, InputError
+from envtool.lock import lockfile
 
 REPO_URL = "https://github.com/envtool/envtool"
 # What `envtool install` imports inside the builder (the rest of envtool's dependencies is lazy).
@@ -56,7 +57,7 @@ class BuildResult:
 
 
 def source_root() -> Path:
-    """The folder holding Dockerfile, envtool/ and probes/."""
+    """The folder holding Dockerfile, envtool/ and envtool_node/."""
     root = Path(__file__).resolve().parent.parent
     if not (root / "Dockerfile").is_file():
         raise EnvtoolError(f"{root}: no Dockerfile beside the envtool package")
@@ -95,15 +96,16 @@ def default_tag(env_name: str, labels: dict[str, str]) -> str:
 
 def _source_digest(root: Path, python: str) -> str:
     digest = hashlib.sha256(python.encode())
-    for path in sorted([root / "pyproject.toml", *(root / "envtool").glob("*.py")]):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    sources = [*(root / "envtool").rglob("*.py"), *(root / "envtool_node").glob("*.py")]
+    for path in sorted([root / "pyproject.toml", *sources]):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
 def _wheels(root: Path, into: Path, python: str) -> None:
     """The wheels, from a cache keyed by envtool's source: an unchanged tree gives identical
     bytes, so Docker's layer cache holds across builds."""
-    from envtool.solve import default_cache_dir
+    from envtool.lock.solve import default_cache_dir
 
     cached = default_cache_dir() / "build-wheels" / _source_digest(root, python)
     if not cached.is_dir():
@@ -153,11 +155,9 @@ def _fetch_wheels(root: Path, into: Path, python: str) -> None:
 
 
 def _context(root: Path, lock_path: Path, into: Path, python: str) -> None:
-    """The build context: Dockerfile, the probes, the wheels and the lock, nothing else."""
+    """The build context: Dockerfile, the node package, the wheels and the lock, nothing else."""
     shutil.copy2(root / "Dockerfile", into / "Dockerfile")
-    shutil.copytree(
-        root / "probes", into / "probes", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-    )
+    bundle.write_bundle(into)
     (into / "wheels").mkdir()
     _wheels(root, into / "wheels", python)
     shutil.copy2(lock_path, into / "conda-lock.yml")

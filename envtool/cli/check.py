@@ -1,0 +1,224 @@
+"""Declarations of the checks against the lock: ``verify`` (a cluster), ``preflight`` (a Slurm
+allocation, from its job script) and ``doctor`` (this machine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from envtool.cli import options as opt
+from envtool.cli.options import SECONDS, PathArg
+
+
+@click.command()
+@click.option(
+    "--hosts",
+    "hosts_spec",
+    metavar="FILE|NODESET|-",
+    help="Hosts file, node set (gpu[01-16]) or - for stdin; default: SLURM_JOB_NODELIST.",
+)
+@click.option("--no-lock", is_flag=True, help="Compare nodes with each other only.")
+@opt.platform
+@click.option(
+    "--transport",
+    type=click.Choice(["ssh", "local", "docker", "slurm"]),
+    default="ssh",
+    show_default=True,
+)
+@click.option(
+    "--bundle-dir",
+    default="",
+    metavar="DIR",
+    help="A shared folder the nodes read: the node package is copied there, not sent on stdin.",
+)
+@click.option("--partition", help="--transport slurm outside an allocation: srun's partition.")
+@click.option("--time", "time_limit", help="--transport slurm outside an allocation: srun --time.")
+@click.option("--image", help="--transport docker: run the probes in a new container of IMAGE.")
+@click.option("--container", help="--transport docker: run the probes in a running container.")
+@click.option(
+    "--fanout",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Hosts probed at once.",
+)
+@click.option("--connect-timeout", type=SECONDS, default=10.0, show_default=True)
+@click.option("-F", "--ssh-config", type=PathArg, help="ssh configuration file.")
+@click.option("--ssh-option", multiple=True, metavar="KEY=VALUE", help="Extra ssh -o option.")
+@click.option(
+    "--insecure-no-host-key-check",
+    is_flag=True,
+    help="Disable ssh host-key checking (never the default).",
+)
+@opt.cluster_checks(allreduce="off", timeout=120.0)
+@click.option(
+    "--tolerance",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.10,
+    show_default=True,
+    help="Allowed busbw shortfall against --baseline.",
+)
+@opt.fmt("table", "json", "junit")
+@click.option("--output", type=PathArg, help="Write the report here instead of stdout.")
+def verify(
+    hosts_spec: str | None,
+    no_lock: bool,
+    platform: str,
+    transport: str,
+    bundle_dir: str,
+    partition: str | None,
+    time_limit: str | None,
+    image: str | None,
+    container: str | None,
+    fanout: int,
+    connect_timeout: float,
+    ssh_config: Path | None,
+    ssh_option: tuple[str, ...],
+    insecure_no_host_key_check: bool,
+    lockfile: Path,
+    prefix: str | None,
+    allreduce: str,
+    allreduce_args: str,
+    rdzv_endpoint: str,
+    min_gpus: int,
+    min_busbw: float | None,
+    baseline: Path | None,
+    timeout: float,
+    junit_file: Path | None,
+    tolerance: float,
+    fmt: str,
+    output: Path | None,
+) -> int:
+    """Probe every node in parallel and report drift from the lock and from each other."""
+    from envtool.cluster.options import FanoutOptions
+    from envtool.commands import verify as command
+
+    slurm = tuple(f"--{k}={v}" for k, v in (("partition", partition), ("time", time_limit)) if v)
+    fan = FanoutOptions(
+        transport=transport,
+        fanout=fanout,
+        connect_timeout=connect_timeout,
+        timeout=timeout,
+        ssh_config=ssh_config,
+        ssh_options=ssh_option,
+        strict_host_keys=not insecure_no_host_key_check,
+        prefix=prefix,
+        docker_target=image or container or "",
+        docker_run=image is not None,
+        bundle_dir=bundle_dir,
+        slurm_args=slurm,
+    )
+    return command.run(
+        command.VerifyArgs(
+            hosts_spec,
+            None if no_lock else lockfile,
+            fan,
+            platform,
+            allreduce,
+            allreduce_args,
+            rdzv_endpoint,
+            min_gpus,
+            min_busbw,
+            baseline,
+            tolerance,
+            fmt,
+            output,
+            junit_file,
+        )
+    )
+
+
+@click.command()
+@opt.cluster_checks(allreduce="cluster", timeout=300.0)
+def preflight(
+    lockfile: Path,
+    prefix: str | None,
+    allreduce: str,
+    allreduce_args: str,
+    rdzv_endpoint: str,
+    min_gpus: int,
+    min_busbw: float | None,
+    baseline: Path | None,
+    timeout: float,
+    junit_file: Path | None,
+) -> int:
+    """Check this Slurm allocation before training starts (put it at the top of a job script)."""
+    from envtool.cluster.options import FanoutOptions
+    from envtool.commands import preflight as command
+    from envtool.commands.verify import VerifyArgs
+
+    fan = FanoutOptions(transport="slurm", timeout=timeout, prefix=prefix)
+    return command.run(
+        VerifyArgs(
+            None,
+            lockfile,
+            fan,
+            allreduce=allreduce,
+            allreduce_args=allreduce_args,
+            rdzv_endpoint=rdzv_endpoint,
+            min_gpus=min_gpus,
+            min_busbw=min_busbw,
+            baseline=baseline,
+            junit=junit_file,
+        )
+    )
+
+
+@click.command()
+@opt.lockfile
+@click.option(
+    "--prefix",
+    type=PathArg,
+    help="The environment to check (default: environment.yml's name under the usual conda "
+    "env dirs, else $CONDA_PREFIX).",
+)
+@opt.platform
+@click.option(
+    "--min-gpus",
+    type=opt.COUNT,
+    default=1,
+    show_default=True,
+    help="0: a CPU-only machine passes.",
+)
+@click.option(
+    "--install", "install_missing", is_flag=True, help="Install a missing environment unasked."
+)
+@click.option("--ddp/--no-ddp", default=True, show_default=True, help="Run the DDP smoke test.")
+@click.option(
+    "--nproc",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="DDP smoke-test processes.",
+)
+@click.option("--timeout", type=SECONDS, default=180.0, show_default=True, help="DDP deadline (s).")
+@click.option(
+    "--master-port", type=opt.PORT, help="Port to check (default: $MASTER_PORT, else 29500)."
+)
+@click.option("--rdzv-port", type=opt.PORT, default=29400, show_default=True)
+@opt.fmt("text", "json")
+def doctor(
+    lockfile: Path,
+    prefix: Path | None,
+    platform: str,
+    min_gpus: int,
+    install_missing: bool,
+    ddp: bool,
+    nproc: int,
+    timeout: float,
+    master_port: int | None,
+    rdzv_port: int,
+    fmt: str,
+) -> int:
+    """Check this machine, step by step, and print the command that fixes each failure."""
+    from envtool.commands import doctor as command
+    from envtool.doctor.run import DoctorOptions
+
+    options = DoctorOptions(
+        lockfile, prefix, platform, min_gpus, ddp, nproc, timeout, master_port, rdzv_port
+    )
+    return command.run(options, install_missing, fmt)
+
+
+COMMANDS = (verify, preflight, doctor)

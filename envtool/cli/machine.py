@@ -1,0 +1,108 @@
+"""Declarations of the commands about one machine or one file: ``export``, ``diff``,
+``probe``, ``nccl-tests``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from envtool.cli import options as opt
+from envtool.cli.options import PathArg
+
+
+@click.command()
+@click.option("--prefix", type=PathArg, help="Environment to export (default: $CONDA_PREFIX).")
+@click.option("--name", help="Environment name to print (default: the prefix's folder name).")
+@click.option("--no-builds", is_flag=True, help="name=version only, as conda's --no-builds.")
+@opt.fmt("yaml", "json")
+def export(prefix: Path | None, name: str | None, no_builds: bool, fmt: str) -> int:
+    """Print a prefix's environment exactly as `conda env export` does."""
+    from envtool.commands import export as command
+
+    return command.run(prefix, name, no_builds, fmt)
+
+
+@click.command()
+@click.option("--prefix", type=PathArg, help="Run the probes with this environment's python.")
+@click.option(
+    "--allreduce/--no-allreduce",
+    default=True,
+    show_default=True,
+    help="Also run the all-reduce bandwidth test (torchrun --standalone).",
+)
+@click.option("--nproc", type=int, default=0, help="All-reduce processes (default: GPUs, else 2).")
+@click.option("-b", "minbytes", default="8", show_default=True, help="Smallest size.")
+@click.option("-e", "maxbytes", default="32M", show_default=True, help="Largest size.")
+@click.option("-f", "stepfactor", type=int, default=2, show_default=True, help="Size factor.")
+@click.option("-n", "iters", type=int, default=20, show_default=True, help="Timed iterations.")
+@click.option("-w", "warmup", type=int, default=5, show_default=True, help="Warm-up iterations.")
+@click.option("--timeout", type=float, default=300.0, show_default=True, help="Deadline (s).")
+@opt.fmt("table", "json")
+@opt.plot()
+def probe(
+    prefix: Path | None,
+    allreduce: bool,
+    nproc: int,
+    minbytes: str,
+    maxbytes: str,
+    stepfactor: int,
+    iters: int,
+    warmup: int,
+    timeout: float,
+    fmt: str,
+    plot: Path | None,
+) -> int:
+    """Probe this machine: CUDA, devices, driver, NCCL, and an all-reduce test."""
+    from envtool.commands import probe as command
+
+    return command.run(
+        command.ProbeArgs(
+            prefix,
+            allreduce,
+            nproc,
+            minbytes,
+            maxbytes,
+            stepfactor,
+            iters,
+            warmup,
+            timeout,
+            fmt,
+            plot,
+        )
+    )
+
+
+@click.command()
+@click.argument("a")
+@click.argument("b")
+@click.option(
+    "--platform", default="linux-64", show_default=True, help="Platform of a lockfile argument."
+)
+@opt.fmt("table", "json")
+def diff(a: str, b: str, platform: str, fmt: str) -> int:
+    """Compare two environments: lockfiles, exports, prefixes or probe JSON (A is the reference)."""
+    from envtool.commands import diff as command
+
+    return command.run(a, b, platform, fmt)
+
+
+@click.command("nccl-tests")
+@click.argument("file", type=PathArg)
+@opt.fmt("table", "json")
+@click.option(
+    "--large",
+    default="256M",
+    show_default=True,
+    help="Sizes from here up count as large for the peak busbw.",
+)
+@opt.plot()
+def nccl_tests(file: Path, fmt: str, large: str, plot: Path | None) -> int:
+    """Read an all_reduce_perf log (nccl-tests or envtool's): rows and peak busbw; exit 1
+    when it counted wrong elements."""
+    from envtool.commands import nccl_tests as command
+
+    return command.run(file, fmt, large, plot)
+
+
+COMMANDS = (export, probe, diff, nccl_tests)

@@ -1,0 +1,99 @@
+"""Options that several commands share, declared once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+PathArg = click.Path(path_type=Path)
+SECONDS = click.FloatRange(min=1.0)
+COUNT = click.IntRange(min=0)
+GBPS = click.FloatRange(min=0.0)
+PORT = click.IntRange(1, 65535)
+ALLREDUCE_ARGS = "-b 8 -e 32M -f 4 -n 10 -w 2"
+
+
+def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Several click decorators as one (applied in the order listed, top to bottom)."""
+
+    def apply(func: F) -> F:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+lockfile = click.option(
+    "--lockfile", type=PathArg, default=Path("conda-lock.yml"), show_default=True
+)
+platform = click.option("--platform", default="linux-64", show_default=True)
+
+
+def fmt(*choices: str) -> Callable[[F], F]:
+    """``--format`` with these choices, the first the default."""
+    return click.option(
+        "--format", "fmt", type=click.Choice(choices), default=choices[0], show_default=True
+    )
+
+
+def plot() -> Callable[[F], F]:
+    """``--plot FILE.png``."""
+    return click.option(
+        "--plot", type=PathArg, help="Also draw busbw against message size into this PNG."
+    )
+
+
+def cluster_checks(allreduce: str, timeout: float) -> Callable[[F], F]:
+    """What ``verify`` and ``preflight`` both take (their defaults differ)."""
+    return stack(
+        lockfile,
+        click.option(
+            "--prefix",
+            help="The environment's prefix on the nodes ({node}: the node name; default: the "
+            "lock's env name under the usual conda env dirs, else $CONDA_PREFIX).",
+        ),
+        click.option(
+            "--allreduce",
+            type=click.Choice(["off", "node", "cluster"]),
+            default=allreduce,
+            show_default=True,
+        ),
+        click.option(
+            "--allreduce-args",
+            default=ALLREDUCE_ARGS,
+            show_default=True,
+            help="all_reduce_perf-style flags for the all-reduce probe.",
+        ),
+        click.option(
+            "--rdzv-endpoint",
+            default="",
+            metavar="HOST:PORT",
+            help="--allreduce cluster: the c10d rendezvous (default: first host:29400).",
+        ),
+        click.option("--min-gpus", type=COUNT, default=1, show_default=True),
+        click.option(
+            "--min-busbw", type=GBPS, help="Fail nodes whose all-reduce busbw (GB/s) is lower."
+        ),
+        click.option(
+            "--baseline", type=PathArg, help="Earlier verify JSON report or nccl-tests log."
+        ),
+        click.option(
+            "--timeout",
+            type=SECONDS,
+            default=timeout,
+            show_default=True,
+            help="Per-host deadline in seconds.",
+        ),
+        click.option(
+            "--junit",
+            "junit_file",
+            type=PathArg,
+            help="Also write a JUnit report here (whatever --format is).",
+        ),
+    )

@@ -1,0 +1,98 @@
+"""The node package as it travels: a tar stream for a node's stdin, a copy in a shared folder,
+or a private temporary copy to run here (``envtool probe``, ``doctor``).
+
+Every run of the node package, local or remote, is ``python -B -m envtool_node[.module]``
+from a folder that holds only the package, so the environment's interpreter imports its own
+torch and nothing from envtool's environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+from collections.abc import Iterator, Sequence
+from functools import cache
+from pathlib import Path
+
+from envtool.cluster import proc
+from envtool.errors import EnvtoolError, InputError
+
+PACKAGE = "envtool_node"
+
+
+def package_dir() -> Path:
+    """The node package's folder (installed beside envtool)."""
+    import envtool_node
+
+    path = Path(envtool_node.__file__).resolve().parent
+    if not (path / "__main__.py").is_file():
+        raise EnvtoolError(f"{path}: the node package is incomplete (no __main__.py)")
+    return path
+
+
+def _files() -> list[Path]:
+    return sorted(package_dir().glob("*.py"))
+
+
+@cache
+def bundle() -> bytes:
+    """The package as a gzipped tar, byte-for-byte reproducible (sent on a node's stdin)."""
+    buf = io.BytesIO()
+    with (
+        gzip.GzipFile(fileobj=buf, mode="wb", mtime=0) as gz,
+        tarfile.open(fileobj=gz, mode="w") as tar,
+    ):
+        for path in _files():
+            data = path.read_bytes()
+            info = tarfile.TarInfo(f"{PACKAGE}/{path.name}")
+            info.size, info.mode, info.mtime = len(data), 0o600, 0
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def write_bundle(target: Path) -> None:
+    """Copy the package into ``target/envtool_node`` (a folder the nodes read, --bundle-dir)."""
+    into = target / PACKAGE
+    into.mkdir(parents=True, exist_ok=True)
+    for path in _files():
+        tmp = into / f".{path.name}.tmp"
+        tmp.write_bytes(path.read_bytes())
+        tmp.replace(into / path.name)
+
+
+@contextlib.contextmanager
+def staged() -> Iterator[Path]:
+    """A private temporary folder (0700) holding only the package, removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="envtool-node-"))
+    try:
+        shutil.copytree(package_dir(), root / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def python_for(prefix: Path | None) -> str:
+    """The interpreter of a prefix (``--prefix``), else ``$CONDA_PREFIX``'s, else this one."""
+    root = prefix or (Path(os.environ["CONDA_PREFIX"]) if os.environ.get("CONDA_PREFIX") else None)
+    if root is None:
+        return sys.executable
+    for candidate in (root / "bin" / "python", root / "python.exe"):
+        if candidate.exists():
+            return str(candidate)
+    raise InputError(f"{root}: no python in this prefix (bin/python)")
+
+
+def run_module(
+    module: str, args: Sequence[str], prefix: Path | None, timeout: float, check: bool = True
+) -> proc.Result:
+    """``python -B -m envtool_node.<module> ARGS`` with the prefix's python, here."""
+    python = python_for(prefix)
+    with staged() as root:
+        argv = [python, "-B", "-m", f"{PACKAGE}.{module}", *args]
+        return proc.run(argv, timeout=timeout, cwd=str(root), check=check)

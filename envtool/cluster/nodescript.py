@@ -1,0 +1,94 @@
+"""The POSIX sh a node runs: bundle from stdin → private temp dir → the node package → cleanup.
+
+It picks the environment's python (``--prefix``, else the lock's env name under conda's env
+dirs, else ``$CONDA_PREFIX``), runs ``python -B -m envtool_node`` under ``timeout`` from the
+temp dir, stops it if the connection goes away, and exits with the codes in
+protocol/schemas.py when it cannot (with a marker line on stderr where a path matters).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from envtool.cluster.options import FanoutOptions
+from envtool.lock.prefixes import ENV_DIRS
+from envtool.protocol import schemas
+
+NODE_VAR = '"${SLURMD_NODENAME:-$(hostname)}"'  # what {node} in --prefix becomes on the node
+
+
+def _python_choice(options: FanoutOptions) -> str:
+    """sh that sets $py to the environment's interpreter on the node."""
+    if options.prefix:
+        parts = (options.prefix.rstrip("/") + "/bin/python").split("{node}")
+        return "py=" + NODE_VAR.join(shlex.quote(p) for p in parts)
+    candidates = []
+    if options.env_name:
+        name = shlex.quote(options.env_name)
+        candidates = [f'"{d}/"{name}"/bin/python"' for d in ENV_DIRS]
+    candidates.append('"${CONDA_PREFIX:-/nonexistent}/bin/python"')
+    loop = " ".join(candidates)
+    return (
+        f'py=; for c in {loop}; do if [ -x "$c" ]; then py=$c; break; fi; done; '
+        '[ -n "$py" ] || py=$(command -v python3 || command -v python)'
+    )
+
+
+# Cleanup on every exit: stop the watchdog, stop the probe if it still runs (the script was
+# signalled), remove the temp dir. A trapped signal exits, so the EXIT trap runs.
+_TRAPS = (
+    'trap \'[ -z "$w" ] || kill "$w" 2>/dev/null; [ -z "$k" ] || kill -TERM "$k" 2>/dev/null; '
+    '[ -z "$x" ] || rm -rf "$x"\' EXIT; '
+    "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; "
+)
+# Without a pty, nothing tells a command that its ssh connection is gone: sshd's session
+# process (this script's parent) exits and the script runs on, reparented. So a background
+# loop reads the script's parent from /proc/$$/stat once a second (builtins only, no fork),
+# and once it is no longer $PPID sends SIGTERM to the probe (`timeout` passes it to its own
+# process group: python and what it started). Reading our own stat works for any parent
+# (slurmstepd runs as root; /proc may hide other users' processes) and catches a parent
+# that died before the loop began. Not watched: PPID 0 or 1 (docker exec, docker run), and
+# systems without /proc. The loop holds none of the session's file descriptors (the session
+# would wait for them) and the EXIT trap ends it and its sleep: a normal run is not delayed.
+_WATCHDOG = (
+    'if [ "${pp:-0}" -gt 1 ] 2>/dev/null && [ -r "/proc/$$/stat" ]; then ('
+    " trap 'kill \"$s\" 2>/dev/null; exit 0' TERM; s=;"
+    ' while read -r q < "/proc/$$/stat"; do'
+    ' q=${q##*") "}; q=${q#* }; [ "${q%% *}" = "$pp" ] || break;'
+    ' sleep 1 & s=$!; wait "$s"; done;'
+    ' kill -0 $$ 2>/dev/null && kill -TERM "$k" 2>/dev/null'
+    " ) </dev/null >/dev/null 2>&1 & w=$!; fi; "
+)
+
+
+def node_script(options: FanoutOptions) -> str:
+    """The POSIX sh the node runs: bundle from stdin → temp dir → envtool_node → cleanup."""
+    limit = max(1, int(options.timeout))
+    args = " ".join(shlex.quote(a) for a in options.node_args)
+    if options.bundle_dir:  # the package already sits on a filesystem every node mounts
+        fetch = f"d={shlex.quote(options.bundle_dir)}; "
+    else:
+        fetch = (
+            'x=$(mktemp -d "${TMPDIR:-/tmp}/envtool.XXXXXXXX") || exit '
+            f"{schemas.EXIT_NO_TEMP_DIR}; d=$x; "
+            f'tar -xzf - -C "$d" || exit {schemas.EXIT_NO_BUNDLE}; '
+        )
+    missing = (
+        f"printf '%s %s %s\\n' {schemas.MARKER} {schemas.PART_ENV_MISSING} "
+        '"${py%/bin/python}" >&2; '
+        'echo "envtool: no conda environment at ${py%/bin/python} (no bin/python)" >&2; '
+        f"exit {schemas.EXIT_ENV_MISSING}"
+    )
+    return (
+        "umask 077; d=; x=; k=; w=; pp=$PPID; "
+        f"{_TRAPS}{fetch}"
+        f"{_python_choice(options)}; "
+        '[ -n "$py" ] || { echo "envtool: no python on this node" >&2; '
+        f"exit {schemas.EXIT_NO_PYTHON}; }}; "
+        f'[ -x "$py" ] || {{ {missing}; }}; '
+        f'if command -v timeout >/dev/null 2>&1; then t="timeout -k 5 {limit}"; else t=; fi; '
+        'p=$(cd "$(dirname "$py")/.." && pwd); '
+        f'(cd "$d" && exec $t "$py" -B -m envtool_node --prefix "$p" {args}) & k=$!; '
+        f"{_WATCHDOG}"
+        'wait "$k"; r=$?; k=; exit "$r"'
+    )

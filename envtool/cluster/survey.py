@@ -1,0 +1,54 @@
+"""Ask every host: the node arguments for the all-reduce mode, the bundle or a shared copy,
+the transport's fan-out, and each answer read into a HostReport."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from envtool.cluster import bundle, fanout, slurm
+from envtool.cluster.hosts import Host
+from envtool.cluster.options import FanoutOptions
+from envtool.protocol.answers import host_report
+from envtool.protocol.types import Answer, HostReport
+
+DEFAULT_RDZV_PORT = 29400  # torchrun's c10d default
+
+
+def node_args(
+    hosts: Sequence[Host],
+    allreduce: str,
+    allreduce_args: Sequence[str],
+    timeout: float,
+    rdzv_endpoint: str = "",
+) -> tuple[str, ...]:
+    """What ``python -m envtool_node`` is told: the all-reduce per node, or across nodes as
+    torchrun launches a job (c10d rendezvous on the first host unless told)."""
+    limit = ("--timeout", str(max(1, int(timeout - 10))))
+    if allreduce == "node":
+        return ("--allreduce", *allreduce_args, *limit)
+    if allreduce == "cluster":
+        endpoint = rdzv_endpoint or f"{hosts[0].name}:{DEFAULT_RDZV_PORT}"
+        return (
+            "--allreduce", *allreduce_args, *limit,
+            "--nnodes", str(len(hosts)),
+            "--rdzv-endpoint", endpoint,
+            "--rdzv-id", f"envtool-{uuid.uuid4().hex[:12]}",
+        )  # fmt: skip
+    return ()
+
+
+def survey(
+    hosts: Sequence[Host],
+    options: FanoutOptions,
+    on_done: Callable[[Answer], None] | None = None,
+) -> list[HostReport]:
+    """Every host's report, in the hosts' order."""
+    payload = bundle.bundle()
+    if options.bundle_dir:
+        bundle.write_bundle(Path(options.bundle_dir))
+        payload = b""
+    if options.transport == "slurm":
+        return slurm.run_slurm(hosts, options, payload)
+    return [host_report(a) for a in fanout.run_all(hosts, options, payload, on_done)]

@@ -1,0 +1,69 @@
+"""Transports: for each host, the one argv that runs the node script there, stdin the bundle.
+
+ssh (argv only, BatchMode, no agent or X forwarding, host keys checked unless told), local
+(``sh -c``), docker (``docker exec`` into a container, ``docker run --rm`` of an image).
+``srun`` is cluster/slurm.py: one step for every node.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envtool.cluster.hosts import Host
+from envtool.cluster.nodescript import node_script
+from envtool.cluster.options import TRANSPORTS, FanoutOptions
+from envtool.errors import InputError
+
+
+def _ssh_argv(host: Host, options: FanoutOptions, script: str) -> list[str]:
+    argv = [
+        "ssh",
+        "-oBatchMode=yes",
+        "-oForwardAgent=no",
+        "-oForwardX11=no",
+        f"-oConnectTimeout={max(1, int(options.connect_timeout))}",
+    ]
+    if not options.strict_host_keys:  # an explicit, documented opt-out only
+        argv += ["-oStrictHostKeyChecking=no", "-oUserKnownHostsFile=/dev/null"]
+    if options.ssh_config is not None:
+        argv += ["-F", str(options.ssh_config)]
+    if host.port:
+        argv += ["-p", str(host.port)]
+    for opt in options.ssh_options:
+        argv.append(f"-o{opt}")
+    return [*argv, "--", host.target, script]
+
+
+def host_has_nvidia_gpus() -> bool:
+    """An NVIDIA driver on this machine: containers then get ``--gpus all``."""
+    return Path("/proc/driver/nvidia/version").exists()
+
+
+def argv_for(host: Host, options: FanoutOptions) -> list[str]:
+    """The command that runs the bundle on ``host`` through the chosen transport."""
+    script = node_script(options)
+    if options.transport == "ssh":
+        return _ssh_argv(host, options, script)
+    if options.transport == "local":
+        return ["sh", "-c", script]
+    if options.transport == "docker":
+        if not options.docker_target:
+            raise InputError("--transport docker needs --image IMAGE or --container NAME")
+        if options.docker_run:
+            gpus = ["--gpus", "all"] if host_has_nvidia_gpus() else []
+            return [
+                "docker",
+                "run",
+                "--rm",
+                "-i",
+                "--network",
+                "none",
+                *gpus,
+                "--entrypoint",
+                "sh",
+                options.docker_target,
+                "-c",
+                script,
+            ]
+        return ["docker", "exec", "-i", options.docker_target, "sh", "-c", script]
+    raise InputError(f"unknown transport {options.transport!r} (known: {', '.join(TRANSPORTS)})")

@@ -1,0 +1,16 @@
+"""``envtool diff A B``: two environments compared, A the reference."""
+
+from __future__ import annotations
+
+from envtool import environments
+from envtool.judge import packages
+from envtool.judge.findings import Severity, exit_code
+from envtool.report import results
+
+
+def run(a: str, b: str, platform: str, fmt: str) -> int:
+    """0 identical, 1 any difference (warnings included)."""
+    left, right = environments.load(a, platform), environments.load(b, platform)
+    findings = packages.diff(left, right, where=right.source)
+    results.diff_result(left, right, findings, fmt)
+    return exit_code(findings, fail_at=Severity.INFO)

@@ -1,0 +1,44 @@
+"""``envtool nccl-tests FILE``: an all_reduce_perf log read, its peak busbw at large sizes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envtool import yamlio
+from envtool.errors import EXIT_OK, EXIT_PROBLEMS, InputError
+from envtool.nccl.model import NcclRun, wrong_total
+from envtool.nccl.parse import parse, parse_size
+from envtool.protocol import schemas
+from envtool.protocol.documents import Malformed, Unreadable, document, read_allreduce
+from envtool.report import console, results
+from envtool.report.nccl_text import run_of
+
+
+def read_run(file: Path) -> NcclRun:
+    """An all_reduce_perf log, or envtool's all-reduce JSON document, as an nccl-tests run."""
+    text = yamlio.read_text(file, "nccl-tests log")
+    if not text.lstrip().startswith("{"):
+        return parse(text, str(file))
+    try:
+        doc = read_allreduce(document(text, str(file), schemas.ALLREDUCE))
+    except Unreadable as exc:
+        raise InputError(str(exc)) from None
+    except Malformed as exc:
+        raise InputError(f"{file}: {exc}") from None
+    if doc.error:
+        raise InputError(f"{file}: the all-reduce failed: {doc.error}")
+    return run_of(doc, str(file))
+
+
+def run(file: Path, fmt: str, large: str, plot: Path | None) -> int:
+    """1 when the log counted wrong elements (#wrong or out-of-bounds values above 0)."""
+    run_ = read_run(file)
+    min_bytes = parse_size(large)
+    results.nccl_result(run_, min_bytes, fmt)
+    if plot is not None:
+        from envtool.report.plot import busbw_png
+
+        busbw_png(run_, plot, min_bytes)
+        console.wrote(plot)
+    corrupt = bool(wrong_total(run_.rows)) or bool(run_.out_of_bounds)
+    return EXIT_PROBLEMS if corrupt else EXIT_OK

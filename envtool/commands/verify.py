@@ -1,0 +1,102 @@
+"""``envtool verify``: every host probed in parallel, judged against the lock and each other.
+
+The flow in one place: read the lock and the baseline (bad input stops here, before any
+process starts) → ask every host (cluster/survey.py) → judge (judge/verdict.py, pure) →
+report (report/verify.py) → the exit code (judge/findings.py).
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from envtool import environments, yamlio
+from envtool.cluster import hosts, survey
+from envtool.cluster.options import FanoutOptions
+from envtool.errors import InputError
+from envtool.judge import gpu, verdict
+from envtool.judge.findings import exit_code
+from envtool.lock import lockfile
+from envtool.lock.prefixes import env_name
+from envtool.models import Environment
+from envtool.report import console
+from envtool.report import verify as report
+
+
+@dataclass(frozen=True)
+class VerifyArgs:
+    """What ``envtool verify`` (or ``preflight``) was asked to do."""
+
+    hosts_spec: str | None
+    lock_path: Path | None  # None: --no-lock
+    fanout: FanoutOptions
+    platform: str = "linux-64"
+    allreduce: str = "off"
+    allreduce_args: str = "-b 8 -e 32M -f 4 -n 10 -w 2"
+    rdzv_endpoint: str = ""
+    min_gpus: int = 1
+    min_busbw: float | None = None
+    baseline: Path | None = None
+    tolerance: float = 0.10
+    fmt: str = "table"
+    output: Path | None = None
+    junit: Path | None = None
+
+
+def baseline_busbw(path: Path) -> float:
+    """The peak busbw of an earlier envtool JSON report, or of an nccl-tests log."""
+    from envtool.nccl.model import peak_busbw
+    from envtool.nccl.parse import parse
+    from envtool.protocol import verify_report
+
+    text = yamlio.read_text(path, "baseline")
+    if text.lstrip().startswith("{"):
+        doc = verify_report.loads(text, str(path))
+        values = [h.allreduce.peak_busbw for h in doc.hosts if h.allreduce is not None]
+        peaks = [v for v in values if v is not None]
+        if not peaks:
+            raise InputError(f"{path}: the report holds no all-reduce result")
+        return max(peaks)
+    peak = peak_busbw(parse(text, str(path)).rows, min_bytes=0)
+    if peak is None:
+        raise InputError(f"{path}: no rows to take a baseline from")
+    return peak
+
+
+def _lock(args: VerifyArgs) -> Environment | None:
+    if args.lock_path is None:
+        return None
+    data = lockfile.read(args.lock_path)
+    return environments.from_lock(data, str(args.lock_path), args.platform)
+
+
+def run(args: VerifyArgs) -> int:
+    """1 when any finding is an error (drift, an unreachable host, a failed all-reduce)."""
+    start = time.monotonic()
+    if args.allreduce not in verdict.ALLREDUCE_MODES:
+        raise InputError(f"--allreduce {args.allreduce!r}: use off, node or cluster")
+    host_list = hosts.resolve(args.hosts_spec)
+    lock = _lock(args)
+    baseline = baseline_busbw(args.baseline) if args.baseline is not None else None
+    node_args = survey.node_args(
+        host_list, args.allreduce, shlex.split(args.allreduce_args), args.fanout.timeout,
+        args.rdzv_endpoint,
+    )  # fmt: skip
+    fan = replace(args.fanout, node_args=node_args, env_name=env_name(args.lock_path))
+    with console.Progress(len(host_list)) as progress:
+        reports = survey.survey(host_list, fan, progress.done)
+    policy = verdict.Policy(
+        gpu.GpuPolicy(args.min_gpus, gpu.locked_cuda(lock), args.min_busbw, baseline,
+                      args.tolerance),
+        args.allreduce,
+    )  # fmt: skip
+    findings = verdict.decide(reports, lock, policy)
+    result = verdict.Verdict(
+        tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start
+    )
+    report.show(result, args.fmt, args.output)
+    if args.junit is not None:
+        report.show(result, "junit", args.junit)
+    return exit_code(findings)

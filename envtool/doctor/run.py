@@ -1,0 +1,83 @@
+"""``envtool doctor``: the ordered checks of a user's own machine, each with its fix line.
+
+Each step is composed from the modules that already do the work (lock freshness, install,
+the export probe and the drift engine, the GPU facts probe and the GPU checks, a DDP smoke
+test probe); this module only fixes their order, what a failed step skips, and the fixes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from envtool.doctor import steps
+from envtool.doctor.steps import FAIL, PASS, SKIP, WARN, Step
+
+__all__ = ["FAIL", "PASS", "SKIP", "WARN", "DoctorOptions", "Step", "exit_ok", "run"]
+
+
+@dataclass(frozen=True)
+class DoctorOptions:
+    """What ``envtool doctor`` was asked to check."""
+
+    lock_path: Path = Path("conda-lock.yml")
+    prefix: Path | None = None
+    platform: str = "linux-64"
+    min_gpus: int = 1
+    ddp: bool = True
+    nproc: int = 2
+    timeout: float = 180.0
+    master_port: int | None = None  # default: $MASTER_PORT, else 29500
+    rdzv_port: int = 29400
+
+
+def _skipped(name: str, why: str) -> Step:
+    return Step(name, SKIP, f"skipped: {why}")
+
+
+def run(
+    options: DoctorOptions,
+    on_step: Callable[[Step], None],
+    offer_install: Callable[[Path], bool],
+) -> list[Step]:
+    """Every step in order; ``offer_install(prefix)`` says whether to install a missing env."""
+    done: list[Step] = []
+
+    def emit(step: Step) -> None:
+        done.append(step)
+        on_step(step)
+
+    lock_step, lock = steps.lockfile(options.lock_path, options.platform)
+    emit(lock_step)
+    env_step, prefix = steps.environment(
+        options.lock_path, lock, options.prefix, options.platform, offer_install
+    )
+    emit(env_step)
+    if lock is None or prefix is None:
+        emit(_skipped("packages", "needs the lock and the environment"))
+    else:
+        emit(steps.packages(options.lock_path, lock, prefix, options.platform))
+    facts = None
+    if prefix is None:
+        emit(_skipped("torch", "no environment to import it from"))
+    else:
+        torch_step, facts = steps.torch(prefix)
+        emit(torch_step)
+    if facts is None or facts.torch is None:
+        emit(_skipped("cuda", "torch does not import"))
+        emit(_skipped("ddp", "torch does not import"))
+    else:
+        emit(steps.cuda(facts, lock, options.platform, options.min_gpus))
+        if not options.ddp:
+            emit(_skipped("ddp", "--no-ddp"))
+        else:
+            assert prefix is not None
+            emit(steps.ddp(prefix, options.nproc, options.timeout))
+    emit(steps.ports(options.master_port, options.rdzv_port))
+    return done
+
+
+def exit_ok(done: list[Step]) -> bool:
+    """True when no step failed (warnings and skips after a pass do not fail the run)."""
+    return not any(s.status == FAIL for s in done)

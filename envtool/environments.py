@@ -1,0 +1,144 @@
+"""Read an environment from whatever a user points at: a lock, an export, a prefix, a probe JSON.
+
+A prefix is exported in-process by the node package's own code (envtool_node.export), the
+very code a node runs during verify.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from envtool import yamlio
+from envtool.errors import InputError
+from envtool.lock import lockfile
+from envtool.models import Environment, Package
+from envtool.protocol.documents import Malformed, read_export
+from envtool.yamlio import line_of
+from envtool_node.channels import canonical_name
+
+
+def from_lock(lock: lockfile.Lockfile, source: str, platform: str) -> Environment:
+    """The entries of one platform of a conda-lock file."""
+    entries = lock.for_platform(platform)
+    if not entries:
+        have = ", ".join(lock.metadata.platforms) or "none"
+        raise InputError(f"{source}: no packages for {platform} (has: {have})")
+    packages = tuple(
+        Package(
+            p.name,
+            p.version,
+            p.build,
+            canonical_name(p.channel_url) if p.manager == "conda" else "",
+            p.manager,
+            p.url,
+            p.md5 or "",
+            p.sha256 or "",
+        )
+        for p in entries
+    )
+    return Environment(source, "lock", packages)
+
+
+def _export_entry(path: Path, deps: Any, index: int) -> Package:
+    item = deps[index]
+    if not isinstance(item, str) or not item.strip():
+        raise InputError(f"{path}:{line_of(deps, index)}: expected 'name=version[=build]'")
+    parts = item.strip().split("=")
+    if len(parts) not in (2, 3) or not all(parts):
+        raise InputError(
+            f"{path}:{line_of(deps, index)}: expected 'name=version[=build]', got {item!r}"
+        )
+    return Package(parts[0], parts[1], parts[2] if len(parts) == 3 else "")
+
+
+def _pip_entries(path: Path, block: Any) -> list[Package]:
+    pip = block.get("pip") if isinstance(block, dict) else None
+    if not isinstance(pip, list):
+        raise InputError(f"{path}:{line_of(block)}: expected '- pip: [name==version, ...]'")
+    out = []
+    for i, item in enumerate(pip):
+        name, sep, version = str(item).partition("==")
+        if not sep or not name.strip() or not version.strip():
+            raise InputError(f"{path}:{line_of(pip, i)}: expected 'name==version', got {item!r}")
+        out.append(Package(name.strip(), version.strip(), manager="pip"))
+    return out
+
+
+def from_export_yaml(doc: Any, path: Path) -> Environment:
+    """A ``conda env export`` document (with or without builds, with a ``pip:`` block)."""
+    deps = doc.get("dependencies")
+    if not isinstance(deps, list):
+        raise InputError(f"{path}:{line_of(doc)}: an export needs a 'dependencies' list")
+    packages: list[Package] = []
+    for i, item in enumerate(deps):
+        if isinstance(item, dict):
+            packages.extend(_pip_entries(path, item))
+        else:
+            packages.append(_export_entry(path, deps, i))
+    return Environment(
+        str(path),
+        "export",
+        tuple(packages),
+        str(doc.get("name") or ""),
+        str(doc.get("prefix") or ""),
+    )
+
+
+def export_prefix(
+    prefix: Path, name: str | None = None, no_builds: bool = False, with_yaml: bool = False
+) -> dict[str, Any]:
+    """``conda env export`` of a local prefix as the node package's document (in-process)."""
+    from envtool_node.export import ExportError
+    from envtool_node.export import export_prefix as export
+
+    if not (prefix / "conda-meta").is_dir():
+        raise InputError(f"{prefix}: not a conda environment (no conda-meta/)")
+    try:
+        return export(str(prefix), name=name, no_builds=no_builds, with_yaml=with_yaml)
+    except ExportError as exc:
+        raise InputError(str(exc)) from None
+
+
+def from_prefix(prefix: Path) -> Environment:
+    """A local prefix's packages, as a node would report them."""
+    return from_export_json(export_prefix(prefix), str(prefix))
+
+
+def from_export_json(doc: Any, source: str) -> Environment:
+    """An envtool.export/1 document (from a file, or a prefix exported here)."""
+    try:
+        return read_export(doc, source)
+    except Malformed as exc:
+        raise InputError(str(exc)) from None
+
+
+def _from_json_file(path: Path, text: str) -> Environment:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply") from None
+    if isinstance(doc, dict) and isinstance(doc.get("export"), dict):
+        doc = doc["export"]  # a probe document that carries an export
+    return from_export_json(doc, str(path))
+
+
+def load(target: str, platform: str = "linux-64") -> Environment:
+    """A lockfile, an export YAML, a probe JSON, or a prefix directory (exported live)."""
+    path = Path(target)
+    if path.is_dir():
+        return from_prefix(path)
+    text = yamlio.read_text(path, "environment")
+    if text.lstrip().startswith("{"):
+        return _from_json_file(path, text)
+    doc = yamlio.loads(text, path)
+    if isinstance(doc, dict) and "package" in doc and "version" in doc:
+        return from_lock(lockfile.parse(text, path), str(path), platform)
+    if isinstance(doc, dict) and "dependencies" in doc:
+        return from_export_yaml(doc, path)
+    raise InputError(
+        f"{path}: not a conda-lock file, a conda env export, a probe JSON or a prefix directory"
+    )

@@ -1,0 +1,148 @@
+"""Pure checks of GPU facts and all-reduce results across hosts: findings, no I/O, no text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from envtool.judge.consensus import differences
+from envtool.judge.findings import Finding, Kind, Severity
+from envtool.models import Environment
+from envtool.protocol.types import HostReport, NodeFacts
+
+# (minimum with minor-version compatibility, full support) per CUDA major.minor (FACTS.md).
+DRIVER_MINIMUMS = {"11.8": ("450.80.02", "520.61.05")}
+CAUSE_BASELINE, CAUSE_MIN_BUSBW = "baseline", "min-busbw"
+CAUSE_NO_RANK0 = "no-rank0-result"
+
+
+@dataclass(frozen=True)
+class GpuPolicy:
+    """What the cluster must satisfy."""
+
+    min_gpus: int = 1
+    locked_cuda: str | None = None  # e.g. "11.8", from the lock's cudatoolkit/cuda-version
+    min_busbw: float | None = None  # GB/s
+    baseline_busbw: float | None = None
+    tolerance: float = 0.10
+
+
+def locked_cuda(lock: Environment | None) -> str | None:
+    """The CUDA major.minor the lock pins (cudatoolkit or cuda-version), if any."""
+    if lock is None:
+        return None
+    for pkg in lock.packages:
+        if pkg.name in ("cudatoolkit", "cuda-version"):
+            return ".".join(pkg.version.split(".")[:2])
+    return None
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """``535.104.05`` → (535, 104, 5); non-digits ignored."""
+    parts = []
+    for piece in text.split("."):
+        digits = "".join(c for c in piece if c.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def _cuda_checks(host: str, facts: NodeFacts, policy: GpuPolicy) -> list[Finding]:
+    out = []
+    if not facts.cuda_available:
+        severity = Severity.ERROR if policy.min_gpus > 0 else Severity.INFO
+        why = "; ".join(facts.notes) or "torch.cuda.is_available() is False"
+        out.append(Finding(Kind.CUDA_UNAVAILABLE, severity, "CUDA", "available", why, (host,)))
+    if facts.device_count < policy.min_gpus:
+        expected, actual = f">= {policy.min_gpus}", str(facts.device_count)
+        out.append(Finding(Kind.TOO_FEW_GPUS, Severity.ERROR, "GPUs", expected, actual, (host,)))
+    return out
+
+
+def _driver_checks(host: str, facts: NodeFacts, policy: GpuPolicy) -> list[Finding]:
+    if policy.locked_cuda not in DRIVER_MINIMUMS or facts.driver is None:
+        return []
+    minimum, full = DRIVER_MINIMUMS[policy.locked_cuda]
+    have = version_tuple(facts.driver)
+    if have < version_tuple(minimum):
+        expected = f">= {minimum} for CUDA {policy.locked_cuda}"
+        kind, severity = Kind.DRIVER_TOO_OLD, Severity.ERROR
+    elif have < version_tuple(full):
+        expected = f">= {full} for full CUDA {policy.locked_cuda} support"
+        kind, severity = Kind.DRIVER_MINOR_COMPAT, Severity.WARNING
+    else:
+        return []
+    return [Finding(kind, severity, "driver", expected, facts.driver, (host,))]
+
+
+# The runtime facts compared across nodes, and the packages that decide each (a package
+# finding on a host already explains that host's difference: one cause, one finding).
+FACTS: tuple[tuple[str, Callable[[NodeFacts], object], tuple[str, ...]], ...] = (
+    ("torch", lambda f: f.torch, ("torch",)),
+    ("torch CUDA", lambda f: f.cuda, ("torch",)),
+    ("cuDNN", lambda f: f.cudnn, ("cudnn", "nvidia-cudnn")),
+    ("NCCL", lambda f: f.nccl, ("nccl", "nvidia-nccl")),
+    ("python", lambda f: f.python, ("python",)),
+)
+
+
+def _env_checks(facts: dict[str, NodeFacts]) -> list[Finding]:
+    names = sorted({k for f in facts.values() for k, _ in f.env if k.startswith("NCCL_")})
+    out: list[Finding] = []
+    for name in names:
+        values = {h: dict(f.env).get(name, "(unset)") for h, f in facts.items()}
+        out += differences(values, Kind.NCCL_ENV_DIFFERS, Severity.WARNING, name)
+    return out
+
+
+def _busbw_floor(policy: GpuPolicy) -> tuple[float, str, str] | None:
+    """The busbw a node must reach, how it was set, and its source."""
+    floors = []
+    if policy.min_busbw is not None:
+        floors.append((policy.min_busbw, "--min-busbw", CAUSE_MIN_BUSBW))
+    if policy.baseline_busbw is not None:
+        label = f"baseline {policy.baseline_busbw:.2f} - {policy.tolerance:.0%}"
+        floors.append((policy.baseline_busbw * (1 - policy.tolerance), label, CAUSE_BASELINE))
+    return max(floors) if floors else None
+
+
+def _allreduce_checks(report: HostReport, policy: GpuPolicy) -> list[Finding]:
+    ar, host = report.allreduce, (report.host,)
+    if ar is None or ar.member:
+        return []
+    if ar.error:
+        return [
+            Finding(
+                Kind.ALLREDUCE_FAILED, Severity.ERROR, "all-reduce", "completes", ar.error, host
+            )
+        ]
+    out = []
+    if ar.wrong_total:
+        wrong = str(ar.wrong_total)
+        out.append(
+            Finding(Kind.ALLREDUCE_WRONG, Severity.ERROR, "all-reduce", "#wrong 0", wrong, host)
+        )
+    floor = _busbw_floor(policy)
+    peak = ar.peak_busbw
+    if floor is not None and peak is not None and peak < floor[0]:
+        expected, actual = f">= {floor[0]:.2f} GB/s ({floor[1]})", f"{peak:.2f} GB/s"
+        out.append(
+            Finding(Kind.BUSBW_LOW, Severity.ERROR, "busbw", expected, actual, host, cause=floor[2])
+        )
+    return out
+
+
+def check(reports: list[HostReport], policy: GpuPolicy) -> list[Finding]:
+    """GPU, driver, NCCL-variable and all-reduce findings across the reachable hosts."""
+    facts = {r.host: r.facts for r in reports if r.facts is not None}
+    out: list[Finding] = []
+    for host, f in facts.items():
+        out += _cuda_checks(host, f, policy) + _driver_checks(host, f, policy)
+    for subject, get, _ in FACTS:
+        values = {h: str(get(f)) for h, f in facts.items()}
+        out += differences(values, Kind.VERSION_MISMATCH, Severity.ERROR, subject)
+    counts = {h: str(f.device_count) for h, f in facts.items()}
+    out += differences(counts, Kind.GPU_COUNT_DIFFERS, Severity.WARNING, "GPUs")
+    out += _env_checks(facts)
+    for report in reports:
+        out += _allreduce_checks(report, policy)
+    return out

@@ -1,0 +1,91 @@
+"""Pure comparison of environments, package by package: findings, no I/O, no text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from envtool.judge.findings import Finding, Kind, Severity
+from envtool.models import Environment, Package
+
+Group = dict[str, Package]  # manager → the package of one key
+
+
+def by_key(packages: Iterable[Package]) -> dict[str, Group]:
+    """Packages grouped by what they are matched by (conda pytorch meets pip torch)."""
+    out: dict[str, Group] = {}
+    for pkg in packages:
+        out.setdefault(pkg.key, {})[pkg.manager] = pkg
+    return out
+
+
+def effective(group: Group) -> Package:
+    """What ``import`` finds: pip's copy shadows conda's."""
+    return group.get("pip") or group["conda"]
+
+
+def _finding(
+    kind: Kind, a: Package | None, b: Package | None, where: str, subject: str = ""
+) -> Finding:
+    severity = Severity.WARNING if kind in (Kind.EXTRA, Kind.CHANNEL_DIFFERS) else Severity.ERROR
+    named = a if a is not None else b
+    assert named is not None
+    return Finding(
+        kind,
+        severity,
+        subject or named.name,
+        reference=a.identity() if a is not None else None,
+        found=b.identity() if b is not None else None,
+        where=where,
+    )
+
+
+def shadowing(env: Environment, where: str = "") -> list[Finding]:
+    """A distribution installed by pip over the same one from conda (pip torch over pytorch)."""
+    return [
+        _finding(Kind.PIP_SHADOWING, group["conda"], group["pip"], where, group["pip"].name)
+        for group in by_key(env.packages).values()
+        if "conda" in group and "pip" in group
+    ]
+
+
+def _compare(a: Package, b: Package, where: str) -> list[Finding]:
+    subject = a.name if a.manager == "conda" else b.name
+    if a.manager != b.manager:
+        return [_finding(Kind.MANAGER_DIFFERS, a, b, where, subject)]
+    if a.version != b.version:
+        return [_finding(Kind.VERSION_DIFFERS, a, b, where, subject)]
+    out = []
+    if a.build and b.build and a.build != b.build:
+        out.append(_finding(Kind.BUILD_DIFFERS, a, b, where, subject))
+    if a.channel and b.channel and a.channel != b.channel:
+        out.append(_finding(Kind.CHANNEL_DIFFERS, a, b, where, subject))
+    return out
+
+
+def _compare_groups(a: Group, b: Group, where: str) -> list[Finding]:
+    """Same manager on both sides: compare those; else the manager differs."""
+    for manager in ("conda", "pip"):
+        if manager in a and manager in b:
+            return _compare(a[manager], b[manager], where)
+    return _compare(effective(a), effective(b), where)
+
+
+def diff(a: Environment, b: Environment, where: str = "") -> list[Finding]:
+    """Every way ``b`` differs from ``a`` (the reference), and pip shadowing in either;
+    ``where`` names ``b`` in the fix lines (a diff) or is empty (verify: the hosts say)."""
+    left, right = by_key(a.packages), by_key(b.packages)
+    findings: list[Finding] = []
+    for key in sorted(left.keys() | right.keys()):
+        if key not in right:
+            findings.append(_finding(Kind.MISSING, effective(left[key]), None, where))
+        elif key not in left:
+            findings.append(_finding(Kind.EXTRA, None, effective(right[key]), where))
+        else:
+            findings.extend(_compare_groups(left[key], right[key], where))
+    return findings + shadowing(a, a.source if where else "") + shadowing(b, where)
+
+
+def against_lock(lock: Environment, envs: dict[str, Environment]) -> list[Finding]:
+    """Each host's packages against the lock (the reference), tagged with the host."""
+    return [replace(f, hosts=(host,)) for host, env in envs.items() for f in diff(lock, env)]

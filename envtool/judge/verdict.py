@@ -1,0 +1,139 @@
+"""The verdict over every host's report: all findings of a verify run, folded (pure).
+
+In: typed HostReports (protocol/), the lock's Environment, the policy (the baseline already
+read). Out: Findings. One cause gives one finding: a runtime fact (torch, NCCL, cuDNN,
+python) that differs on a host whose package for it already differs is not reported again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envtool.judge import consensus, gpu, packages
+from envtool.judge.findings import Check, Finding, Kind, Severity, fold
+from envtool.models import Environment
+from envtool.protocol.types import HostReport, Outcome, ProblemKind
+
+ALLREDUCE_MODES = ("off", "node", "cluster")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Every host's report and the findings over them: what a verify run decided."""
+
+    reports: tuple[HostReport, ...]
+    findings: tuple[Finding, ...]
+    lock_path: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What verify was asked to hold the hosts to."""
+
+    gpu: gpu.GpuPolicy
+    allreduce: str = "off"  # off | node | cluster
+
+
+def _reachability(r: HostReport) -> list[Finding]:
+    hosts = (r.host,)
+    out = []
+    if r.failure is not None:
+        if r.failure.outcome is Outcome.ENV_MISSING:
+            out.append(
+                Finding(Kind.ENV_MISSING, Severity.ERROR, "environment", actual=r.failure.prefix,
+                        hosts=hosts, failure=r.failure)
+            )  # fmt: skip
+        else:
+            out.append(
+                Finding(Kind.UNREACHABLE, Severity.ERROR, "host", hosts=hosts, failure=r.failure)
+            )
+    for p in r.problems:
+        if p.kind is ProblemKind.ENV_MISSING:
+            out.append(
+                Finding(Kind.ENV_MISSING, Severity.ERROR, "environment", actual=p.prefix,
+                        hosts=hosts, problem=p)
+            )  # fmt: skip
+        else:
+            out.append(Finding(Kind.PROBE_FAILED, Severity.ERROR, p.part, hosts=hosts, problem=p))
+    return out
+
+
+def _no_cluster_result(reports: list[HostReport], mode: str) -> list[Finding]:
+    """A cross-node run has one result (rank 0's node); none at all is a failure."""
+    if mode != "cluster":
+        return []
+    ran = [r.allreduce for r in reports if r.allreduce is not None]
+    if any(not ar.member for ar in ran):
+        return []
+    hosts = tuple(r.host for r in reports)
+    return [
+        Finding(Kind.ALLREDUCE_FAILED, Severity.ERROR, "all-reduce", hosts=hosts,
+                cause=gpu.CAUSE_NO_RANK0)
+    ]  # fmt: skip
+
+
+def _package_key(f: Finding) -> str | None:
+    if f.kind.check is Check.LOCK:
+        pkg = f.found or f.reference
+        return pkg.key if pkg is not None else None
+    if f.kind in (Kind.DIFFERS_FROM_MAJORITY, Kind.DIFFERS_BETWEEN_NODES):
+        return f.subject
+    return None
+
+
+def _matches(key: str, names: tuple[str, ...]) -> bool:
+    return any(key == n or key.startswith(n + "-cu") for n in names)
+
+
+def _one_cause(found: list[Finding]) -> list[Finding]:
+    """Drop the runtime-fact differences a package finding on that host already explains."""
+    explained: dict[str, set[str]] = {}  # fact subject → hosts
+    for f in found:
+        key = _package_key(f)
+        if key is None:
+            continue
+        for subject, _, names in gpu.FACTS:
+            if _matches(key, names):
+                explained.setdefault(subject, set()).update(f.hosts)
+    out = []
+    for f in found:
+        if f.kind is Kind.VERSION_MISMATCH and f.subject in explained:
+            kept = consensus.without_hosts(f, explained[f.subject])
+            if kept is not None:
+                out.append(kept)
+        else:
+            out.append(f)
+    return out
+
+
+def package_spread(envs: dict[str, Environment], lock: Environment | None) -> list[Finding]:
+    """Where the lock is silent: packages that differ between the nodes."""
+    if len(envs) < 2:
+        return []
+    locked = set(packages.by_key(lock.packages)) if lock is not None else set()
+    labels: dict[str, dict[str, str]] = {}
+    for host, env in envs.items():
+        for key, group in packages.by_key(env.packages).items():
+            if key not in locked:
+                labels.setdefault(key, {})[host] = packages.effective(group).label()
+    out = []
+    for key, per_host in sorted(labels.items()):
+        values = {h: per_host.get(h, "absent") for h in envs}
+        out += consensus.differences(
+            values, Kind.DIFFERS_FROM_MAJORITY, Severity.WARNING, key, Kind.DIFFERS_BETWEEN_NODES
+        )
+    return out
+
+
+def decide(reports: list[HostReport], lock: Environment | None, policy: Policy) -> list[Finding]:
+    """Every finding over the hosts' reports, folded by host (pure)."""
+    found: list[Finding] = []
+    for r in reports:
+        found += _reachability(r)
+    envs = {r.host: r.env for r in reports if r.env is not None}
+    if lock is not None:
+        found += packages.against_lock(lock, envs)
+    found += package_spread(envs, lock)
+    found += gpu.check(reports, policy.gpu) + _no_cluster_result(reports, policy.allreduce)
+    return fold(_one_cause(found))

@@ -1,0 +1,226 @@
+"""``envtool install``: a lock into a prefix with py-rattler (hashes checked), then pip entries."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlparse
+
+from envtool.cluster import proc
+from envtool.errors import InputError, InstallError, ProblemFound
+from envtool.lock import lockfile, pin
+from envtool.lock.lockfile import LockedPackage, Lockfile
+from envtool.lock.prefixes import INCOMPLETE_MARKER, source_env
+from envtool.lock.solve import default_cache_dir
+
+_BUILD_NUMBER = re.compile(r"_(\d+)$")
+PIP_TIMEOUT = 1800.0
+
+
+@dataclass(frozen=True)
+class InstallOptions:
+    """What ``envtool install`` was asked to do."""
+
+    lock_path: Path
+    prefix: Path
+    platform: str = "linux-64"
+    allow_stale: bool = False
+    cache_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    """What an install did."""
+
+    prefix: Path
+    conda: int
+    pip: int
+    seconds: float
+
+
+def ensure_fresh(lock_path: Path, data: Lockfile, platform: str) -> None:
+    """Refuse a lock whose environment file changed since it was solved."""
+    env_path = source_env(lock_path, data)
+    if env_path is None:
+        return
+    result = pin.check(env_path, lock_path)
+    if platform in result.stale:
+        raise ProblemFound(
+            f"{lock_path}: stale for {platform}: {env_path} changed since it was locked; "
+            f"run 'envtool lock -f {env_path} --lockfile {lock_path}' (or pass --allow-stale)"
+        )
+
+
+def _record(pkg: LockedPackage) -> Any:
+    from rattler import BuildString, PackageRecord, RepoDataRecord
+
+    build = pkg.build
+    match = _BUILD_NUMBER.search(build)
+    noarch: Literal["python", "generic"] | None = None
+    if pkg.subdir == "noarch":
+        noarch = "python" if any(n == "python" for n, _ in pkg.dependencies) else "generic"
+    record = PackageRecord(
+        name=pkg.name,
+        version=pkg.version,
+        build=BuildString(build),
+        build_number=int(match.group(1)) if match else 0,
+        subdir=pkg.subdir,
+        noarch=noarch,
+        depends=[f"{n} {s}".strip() for n, s in pkg.dependencies],
+        md5=bytes.fromhex(pkg.md5) if pkg.md5 else None,
+        sha256=bytes.fromhex(pkg.sha256) if pkg.sha256 else None,
+    )
+    return RepoDataRecord(record, pkg.filename, pkg.url, pkg.channel_url + "/")
+
+
+def _installed(prefix: Path) -> list[Any]:
+    from rattler import PrefixRecord
+
+    meta = prefix / "conda-meta"
+    return [PrefixRecord.from_path(p) for p in sorted(meta.glob("*.json"))] if meta.is_dir() else []
+
+
+def verify_local_archives(packages: list[LockedPackage]) -> None:
+    """Check md5/sha256 of ``file://`` archives (rattler checks downloads, not local files)."""
+    for pkg in packages:
+        parsed = urlparse(pkg.url)
+        if parsed.scheme != "file":
+            continue
+        path = Path(unquote(parsed.path))
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InstallError(f"{pkg.url}: cannot read the archive: {exc.strerror}") from None
+        for kind, want in (("md5", pkg.md5), ("sha256", pkg.sha256)):
+            got = hashlib.new(kind, data).hexdigest()
+            if want and got != want:
+                raise InstallError(
+                    f"{pkg.filename}: {kind} mismatch: the lock says {want}, the archive has {got}"
+                )
+
+
+def _install_conda(packages: list[LockedPackage], options: InstallOptions, cache: Path) -> None:
+    from rattler import install
+    from rattler.exceptions import InstallerError
+    from rattler.platform import Subdir
+
+    verify_local_archives(packages)
+    records = [_record(p) for p in packages]
+    try:
+        asyncio.run(
+            install(
+                records,
+                target_prefix=str(options.prefix),
+                cache_dir=cache / "pkgs",
+                installed_packages=_installed(options.prefix),
+                platform=Subdir(options.platform),
+                show_progress=False,
+            )
+        )
+    except InstallerError as exc:
+        detail = " ".join(str(exc).split())
+        raise InstallError(f"{options.prefix}: install failed: {detail}") from None
+
+
+def _prefix_python(prefix: Path, platform: str) -> Path:
+    python = prefix / ("python.exe" if platform.startswith("win") else "bin/python")
+    if not python.exists():
+        raise InstallError(f"{prefix}: pip entries need python in the prefix, found none")
+    return python
+
+
+def _install_pip(packages: list[LockedPackage], options: InstallOptions) -> None:
+    python = _prefix_python(options.prefix, options.platform)
+    lines = [f"{p.name} @ {p.url} --hash=sha256:{p.sha256}" for p in packages]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="envtool-req-") as req:
+        req.write("\n".join(lines) + "\n")
+        req.flush()
+        argv = [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--require-hashes",
+            "--no-input",
+            "--disable-pip-version-check",
+            "--no-warn-script-location",
+            "--prefix",
+            str(options.prefix),
+            "-r",
+            req.name,
+        ]
+        try:
+            proc.run(argv, timeout=PIP_TIMEOUT)
+        except proc.ProcessError as exc:
+            raise InstallError(f"{options.prefix}: pip install failed: {exc}") from None
+
+
+def _remove_prefix(prefix: Path) -> None:
+    """Remove a half-made prefix; rattler's worker tasks may still write for a moment after
+    the install call has failed, so remove until it stays gone."""
+    quiet_since = None
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        if prefix.exists():
+            shutil.rmtree(prefix, ignore_errors=True)
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 0.3:
+            return
+        time.sleep(0.05)
+
+
+def _mark_incomplete(options: InstallOptions) -> Path:
+    """Write the marker (temp file + rename) before the prefix is touched; its path."""
+    marker = options.prefix / INCOMPLETE_MARKER
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    text = (
+        "envtool install did not finish; re-run envtool install\n"
+        f"lock: {options.lock_path.resolve()}\n"
+        f"platform: {options.platform}\n"
+        f"started: {started}\n"
+    )
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = marker.with_name(marker.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(marker)
+    except OSError as exc:
+        raise InstallError(f"{options.prefix}: cannot write {marker}: {exc.strerror}") from None
+    return marker
+
+
+def install(options: InstallOptions) -> InstallResult:
+    """Install the lock's entries for one platform into ``prefix``."""
+    start = time.perf_counter()
+    data = lockfile.read(options.lock_path)
+    packages = data.for_platform(options.platform)
+    if not packages:
+        have = ", ".join(data.metadata.platforms) or "none"
+        raise InputError(f"{options.lock_path}: no packages for {options.platform} (has: {have})")
+    if not options.allow_stale:
+        ensure_fresh(options.lock_path, data, options.platform)
+    conda = [p for p in packages if p.manager == "conda"]
+    pip = [p for p in packages if p.manager == "pip"]
+    created = not options.prefix.exists()
+    try:
+        marker = _mark_incomplete(options)  # a new prefix too: a SIGKILL runs no cleanup
+        _install_conda(conda, options, options.cache_dir or default_cache_dir())
+        if pip:
+            _install_pip(pip, options)
+    except BaseException:
+        if created:  # a prefix we made and could not finish is removed, not left half-built
+            _remove_prefix(options.prefix)
+        raise  # an existing prefix keeps the marker: it is no longer what it was
+    marker.unlink(missing_ok=True)
+    return InstallResult(options.prefix, len(conda), len(pip), time.perf_counter() - start)

@@ -1,0 +1,102 @@
+"""nccl-tests' all-reduce results as data: rows, devices, runs; peak and average busbw.
+
+One definition of each figure: envtool's all-reduce probe documents and real
+``all_reduce_perf`` logs both become these types (protocol/ and nccl/parse.py), and every
+check, report and plot takes the peak from ``peak_busbw`` here. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from envtool_node.perf import LARGE
+
+
+@dataclass(frozen=True)
+class NcclResult:
+    """One placement (out-of-place or in-place) of one size."""
+
+    time_us: float
+    algbw: float
+    busbw: float
+    wrong: int | None  # None when the log says N/A (run without validation)
+
+
+@dataclass(frozen=True)
+class NcclRow:
+    """One size of the sweep."""
+
+    size: int
+    count: int
+    type: str
+    redop: str
+    root: int
+    oop: NcclResult
+    ip: NcclResult
+
+
+@dataclass(frozen=True)
+class NcclDevice:
+    """A ``#  Rank N Group G Pid P on HOST device D [BUS] NAME`` line."""
+
+    rank: int
+    group: int
+    pid: int
+    host: str
+    device: int
+    bus: str
+    name: str
+
+
+@dataclass(frozen=True)
+class NcclRun:
+    """One ``all_reduce_perf`` run as read from its text output."""
+
+    source: str
+    rows: tuple[NcclRow, ...]
+    params: tuple[tuple[str, str], ...] = ()  # the ``# nThread ...`` line, in order
+    devices: tuple[NcclDevice, ...] = ()
+    nranks: int | None = None  # highest rank + 1 from the device lines
+    nccl_version: str | None = None
+    avg_busbw: float | None = None  # the tool's own "Avg bus bandwidth"
+    out_of_bounds: int | None = None
+
+    @property
+    def param_map(self) -> dict[str, str]:
+        """The ``# nThread ...`` parameters as a dict."""
+        return dict(self.params)
+
+
+def large_rows(rows: Sequence[NcclRow], min_bytes: int = LARGE) -> tuple[NcclRow, ...]:
+    """The rows whose size is at least ``min_bytes``."""
+    return tuple(row for row in rows if row.size >= min_bytes)
+
+
+def large_floor(rows: Sequence[NcclRow], large: int = LARGE) -> int:
+    """Where "large sizes" start for a sweep: ``large``, or its largest size when it stops
+    short of that (a quick run's peak is taken at the sizes it ran)."""
+    sizes = [r.size for r in rows]
+    return min(large, max(sizes)) if sizes else large
+
+
+def peak_busbw(
+    rows: Sequence[NcclRow], min_bytes: int = LARGE, *, in_place: bool = True
+) -> float | None:
+    """Best busbw over rows >= min_bytes, out-of-place and (unless told not) in-place: the
+    figure compared with a link's peak, a ``--min-busbw`` or a baseline."""
+    big = large_rows(rows, min_bytes)
+    values = [r.oop.busbw for r in big] + ([r.ip.busbw for r in big] if in_place else [])
+    return max(values) if values else None
+
+
+def nccl_avg_busbw(rows: Sequence[NcclRow]) -> float:
+    """nccl-tests' own average: mean busbw over every size, both placements."""
+    values = [v for r in rows for v in (r.oop.busbw, r.ip.busbw)]
+    return sum(values) / len(values) if values else 0.0
+
+
+def wrong_total(rows: Sequence[NcclRow]) -> int | None:
+    """Wrong elements over every row and placement (None: the log has no validation)."""
+    wrongs = [w for r in rows for w in (r.oop.wrong, r.ip.wrong) if w is not None]
+    return sum(wrongs) if wrongs else None

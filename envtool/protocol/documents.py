@@ -1,0 +1,298 @@
+"""The one reader of every document a node prints, validated into protocol/types.py.
+
+Node output is untrusted: sizes are capped, every field's type is checked, and anything that
+does not fit raises ``Malformed`` (a part) or ``Unreadable`` (a whole answer), which the
+caller turns into that node's problem, never into a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from envtool.errors import ProblemFound
+from envtool.models import Environment, Package
+from envtool.nccl.model import NcclDevice, NcclResult, NcclRow
+from envtool.protocol import schemas
+from envtool.protocol.types import (
+    AllReduceResult,
+    DdpSmoke,
+    Device,
+    NodeFacts,
+    Problem,
+    ProblemKind,
+)
+from envtool_node.channels import canonical_name
+
+MAX_DEVICES, MAX_ENV, MAX_NOTES, MAX_ROWS, MAX_PACKAGES = 64, 200, 20, 4096, 100_000
+_PARAMS = ("minbytes", "maxbytes", "stepfactor", "iters", "warmup_iters")
+
+
+class Malformed(ValueError):
+    """A document (or a part of one) that does not have the shape its schema promises."""
+
+
+class Unreadable(ProblemFound):
+    """An answer that is no document at all: not JSON, too big, or another schema."""
+
+    def __init__(self, source: str, detail: str) -> None:
+        super().__init__(f"{source}: {detail}")
+        self.detail = detail
+
+
+def document(text: str, source: str, schema: str) -> dict[str, Any]:
+    """One JSON object from a node's stdout, checked for its schema."""
+    if len(text) > schemas.MAX_OUTPUT:
+        raise Unreadable(source, f"probe output too large ({len(text)} bytes)")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        head = text.strip()[:60].replace("\n", " ")
+        raise Unreadable(source, f"probe printed no valid JSON ({exc.msg}): {head!r}") from None
+    except RecursionError:
+        raise Unreadable(source, "probe printed JSON nested too deeply") from None
+    if not isinstance(doc, dict) or doc.get("schema") != schema:
+        raise Unreadable(source, f"not a {schema} document")
+    return doc
+
+
+def _text(doc: dict[str, Any], key: str, limit: int = 200) -> str | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise Malformed(f"'{key}' is {type(value).__name__}, expected a string")
+    return str(value)[:limit]
+
+
+def _int(doc: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = doc.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise Malformed(f"'{key}' must be an integer")
+    return value
+
+
+def _count(doc: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = _int(doc, key, default)
+    if value < 0:
+        raise Malformed(f"'{key}' must not be negative")
+    return value
+
+
+def _number(doc: dict[str, Any], key: str) -> float:
+    value = doc.get(key)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise Malformed(f"'{key}' must be a finite number")
+    if value < 0:
+        raise Malformed(f"'{key}' must not be negative")
+    return float(value)
+
+
+def _mapping(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise Malformed(f"{what} must be an object")
+    return value
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Malformed(f"{what} must be a list")
+    return value
+
+
+def _device(item: Any) -> Device:
+    doc = _mapping(item, "a device entry")
+    memory = doc.get("total_memory")
+    return Device(
+        _int(doc, "index"),
+        _text(doc, "name") or "",
+        _text(doc, "capability") or "",
+        memory if isinstance(memory, int) and not isinstance(memory, bool) else 0,
+        _text(doc, "uuid") or "",
+    )
+
+
+def read_facts(value: Any) -> NodeFacts:
+    """envtool.gpu-facts/1 → NodeFacts."""
+    doc = _mapping(value, "the gpu facts")
+    if doc.get("schema") != schemas.FACTS:
+        raise Malformed(str(doc.get("error") or "not a gpu-facts document")[:300])
+    devices = _list(doc.get("devices"), "devices")
+    env = _mapping(doc.get("env") or {}, "env")
+    notes = _list(doc.get("notes"), "notes")
+    return NodeFacts(
+        hostname=_text(doc, "hostname") or "",
+        python=_text(doc, "python") or "",
+        torch=_text(doc, "torch"),
+        cuda=_text(doc, "cuda"),
+        cuda_available=doc.get("cuda_available") is True,
+        device_count=_count(doc, "device_count", 0),
+        devices=tuple(_device(d) for d in devices[:MAX_DEVICES]),
+        driver=_text(doc, "driver"),
+        cudnn=_text(doc, "cudnn"),
+        nccl=_text(doc, "nccl"),
+        glibc=_text(doc, "glibc"),
+        env=tuple(sorted((str(k)[:100], str(v)[:500]) for k, v in list(env.items())[:MAX_ENV])),
+        notes=tuple(str(n)[:300] for n in notes[:MAX_NOTES]),
+    )
+
+
+def _placement(value: Any) -> NcclResult:
+    doc = _mapping(value, "a row's oop/ip")
+    return NcclResult(
+        _number(doc, "time_us"), _number(doc, "algbw"), _number(doc, "busbw"), _count(doc, "wrong")
+    )
+
+
+def _row(value: Any) -> NcclRow:
+    doc = _mapping(value, "a row")
+    return NcclRow(
+        _count(doc, "size"),
+        _count(doc, "count"),
+        _text(doc, "type", 20) or "float",
+        _text(doc, "redop", 20) or "sum",
+        _int(doc, "root", -1),
+        _placement(doc.get("oop")),
+        _placement(doc.get("ip")),
+    )
+
+
+def _rank(value: Any) -> NcclDevice:
+    doc = _mapping(value, "a rank's device")
+    return NcclDevice(
+        _count(doc, "rank"),
+        0,
+        _count(doc, "pid", 0),
+        _text(doc, "host", 100) or "?",
+        _count(doc, "device", 0),
+        _text(doc, "bus", 40) or "-",
+        _text(doc, "name", 100) or "?",
+    )
+
+
+def read_allreduce(value: Any) -> AllReduceResult:
+    """envtool.allreduce/1 → AllReduceResult (a failed run keeps its one-line error)."""
+    doc = _mapping(value, "the all-reduce")
+    backend = _text(doc, "backend", 20) or "?"
+    if doc.get("error") or doc.get("schema") != schemas.ALLREDUCE:
+        error = str(doc.get("error") or "not an all-reduce document")[:300]
+        return AllReduceResult(backend, 0, error=error)
+    if doc.get("member") is True:
+        return AllReduceResult(backend, 0, member=True)
+    params = _mapping(doc.get("params") or {}, "params")
+    rows = _list(doc.get("rows"), "rows")
+    return AllReduceResult(
+        backend,
+        _count(doc, "nranks"),
+        tuple(_row(r) for r in rows[:MAX_ROWS]),
+        tuple(_rank(d) for d in _list(doc.get("devices"), "devices")[:MAX_DEVICES]),
+        tuple((k, _count(params, k)) for k in _PARAMS if k in params),
+        _count(doc, "wrong_total", 0),
+        _number({"avg_busbw": doc.get("avg_busbw", 0.0)}, "avg_busbw"),
+    )
+
+
+def read_export(value: Any, source: str) -> Environment:
+    """envtool.export/1 → the Environment it lists (conda records with their artifacts)."""
+    doc = _mapping(value, "the export")
+    items = doc.get("packages")
+    if not isinstance(items, list):
+        raise Malformed(f"{source}: not an envtool export document (no 'packages' list)")
+    packages = []
+    for i, item in enumerate(items[:MAX_PACKAGES]):
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("name"), str)
+            and isinstance(item.get("version"), str)
+        ):
+            raise Malformed(f"{source}: package #{i + 1} needs string 'name' and 'version'")
+        channel = str(item.get("channel") or "")
+        packages.append(
+            Package(
+                item["name"],
+                item["version"],
+                str(item.get("build") or ""),
+                canonical_name(channel) if channel else "",
+                "pip" if item.get("manager") == "pip" else "conda",
+                str(item.get("url") or ""),
+                str(item.get("md5") or ""),
+                str(item.get("sha256") or ""),
+            )
+        )
+    return Environment(
+        source, "probe", tuple(packages), str(doc.get("name") or ""), str(doc.get("prefix") or "")
+    )
+
+
+def read_ddp(text: str, source: str) -> DdpSmoke:
+    """envtool.ddp-smoke/1 → DdpSmoke."""
+    doc = document(text, source, schemas.DDP_SMOKE)
+    checks = doc.get("checks")
+    checks = checks if isinstance(checks, dict) else {}
+    diff = doc.get("grad_max_diff_across_ranks", 0.0)
+    return DdpSmoke(
+        _text(doc, "backend", 20) or "?",
+        doc["nranks"] if isinstance(doc.get("nranks"), int) else 0,
+        doc.get("ok") is True,
+        str(doc.get("error") or "")[:300],
+        tuple((str(k)[:100], v is True) for k, v in list(checks.items())[:20]),
+        float(diff) if isinstance(diff, (int, float)) and math.isfinite(diff) else math.inf,
+    )
+
+
+@dataclass(frozen=True)
+class NodeDocument:
+    """envtool.node/1, each part read or turned into a Problem."""
+
+    node: str
+    prefix: str
+    env: Environment | None
+    facts: NodeFacts | None
+    allreduce: AllReduceResult | None
+    problems: tuple[Problem, ...]
+
+
+_PART_KINDS = {
+    schemas.PART_ENV_MISSING: ProblemKind.ENV_MISSING,
+    schemas.PART_INCOMPLETE: ProblemKind.INCOMPLETE,
+}
+
+
+def _part(doc: dict[str, Any], key: str, read: Any, problems: list[Problem]) -> Any:
+    value = doc.get(key)
+    if value is None:
+        return None
+    prefix = str(doc.get("prefix") or "")[:500]
+    if isinstance(value, dict) and set(value) <= {"error", "kind"} and "error" in value:
+        kind = _PART_KINDS.get(str(value.get("kind")), ProblemKind.FAILED)
+        problems.append(Problem(key, kind, str(value["error"])[:300], prefix))
+        return None
+    try:
+        return read(value)
+    except (Malformed, TypeError, KeyError) as exc:
+        problems.append(Problem(key, ProblemKind.MALFORMED, str(exc)[:200]))
+        return None
+
+
+def read_node(text: str, source: str) -> NodeDocument:
+    """A node's whole answer (envtool.node/1); Unreadable when it is no such document."""
+    doc = document(text, source, schemas.NODE)
+    problems: list[Problem] = []
+    env = _part(doc, "export", lambda d: read_export(d, source), problems)
+    facts = _part(doc, "facts", read_facts, problems)
+    allreduce = _part(doc, "allreduce", read_allreduce, problems)
+    if env is None and facts is None and not problems:
+        problems.append(Problem("answer", ProblemKind.EMPTY, "neither an export nor GPU facts"))
+    node = doc.get("node")
+    return NodeDocument(
+        node[:253] if isinstance(node, str) else "",
+        str(doc.get("prefix") or "")[:500],
+        env,
+        facts,
+        allreduce,
+        tuple(problems),
+    )

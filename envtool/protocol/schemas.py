@@ -1,0 +1,38 @@
+"""Every schema id and the node script's exit codes: the names both ends of the protocol use."""
+
+from __future__ import annotations
+
+from envtool_node import schema as _node
+
+# What the node package prints (spelled in envtool_node/schema.py, the writer).
+NODE = _node.NODE
+FACTS = _node.FACTS
+ALLREDUCE = _node.ALLREDUCE
+EXPORT = _node.EXPORT
+DDP_SMOKE = _node.DDP_SMOKE
+# What envtool prints.
+PROBE = "envtool.probe/1"  # envtool probe --format json
+VERIFY = "envtool.verify/1"  # envtool verify --format json
+DIFF = "envtool.diff/1"  # envtool diff --format json
+DOCTOR = "envtool.doctor/1"  # envtool doctor --format json
+ALL = (NODE, FACTS, ALLREDUCE, EXPORT, DDP_SMOKE, PROBE, VERIFY, DIFF, DOCTOR)
+
+# Part failures inside a node document.
+PART_ENV_MISSING = _node.PART_ENV_MISSING
+PART_INCOMPLETE = _node.PART_INCOMPLETE
+PART_FAILED = _node.PART_FAILED
+
+# The node script's own exit codes (cluster/nodescript.py exits with them).
+EXIT_ENV_MISSING = 96  # the prefix has no bin/python
+EXIT_NO_TEMP_DIR = 97  # mktemp failed
+EXIT_NO_BUNDLE = 98  # the bundle did not unpack
+EXIT_NO_PYTHON = 99  # no interpreter at all
+# What others exit with on the node's side.
+EXIT_TIMEOUT = 124  # GNU timeout: the node's own deadline passed
+EXIT_KILLED = 137  # SIGKILL (timeout -k, the OOM killer)
+EXIT_SSH = 255  # ssh could not connect or the connection failed
+
+# The line the node script writes on stderr before it exits 96: MARKER KIND PATH.
+MARKER = "envtool-node:"
+
+MAX_OUTPUT = 64 * 1024 * 1024  # a node document larger than this is not believed

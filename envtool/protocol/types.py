@@ -1,0 +1,151 @@
+"""What a node reports and what became of each host, as frozen dataclasses (validated data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from envtool.models import Environment
+from envtool.nccl.model import NcclDevice, NcclRow, large_floor, peak_busbw
+
+
+@dataclass(frozen=True)
+class Device:
+    """One GPU as torch sees it."""
+
+    index: int
+    name: str
+    capability: str = ""
+    total_memory: int = 0
+    uuid: str = ""
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """The node's GPU facts (envtool.gpu-facts/1)."""
+
+    hostname: str = ""
+    python: str = ""
+    torch: str | None = None
+    cuda: str | None = None
+    cuda_available: bool = False
+    device_count: int = 0
+    devices: tuple[Device, ...] = ()
+    driver: str | None = None
+    cudnn: str | None = None
+    nccl: str | None = None
+    glibc: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AllReduceResult:
+    """An all-reduce run (envtool.allreduce/1): its rows in nccl-tests' terms, or why none."""
+
+    backend: str
+    nranks: int
+    rows: tuple[NcclRow, ...] = ()
+    devices: tuple[NcclDevice, ...] = ()
+    params: tuple[tuple[str, int], ...] = ()  # minbytes, maxbytes, stepfactor, iters, ...
+    wrong_total: int = 0
+    avg_busbw: float = 0.0
+    error: str = ""
+    member: bool = False  # a multi-node run's node without rank 0: its result is elsewhere
+
+    @property
+    def peak_busbw(self) -> float | None:
+        """Best busbw over the largest sizes run (from 256 MiB, or the sweep's largest)."""
+        return peak_busbw(self.rows, large_floor(self.rows))
+
+
+@dataclass(frozen=True)
+class DdpSmoke:
+    """The DDP smoke test's result (envtool.ddp-smoke/1)."""
+
+    backend: str
+    nranks: int
+    ok: bool
+    error: str = ""
+    checks: tuple[tuple[str, bool], ...] = ()
+    grad_max_diff: float = 0.0  # across ranks
+
+
+class Outcome(str, Enum):
+    """What became of one host, from the transport's and the node script's exit codes."""
+
+    ANSWERED = "answered"
+    SSH_FAILED = "ssh-failed"
+    TIMED_OUT = "timed-out"  # envtool's deadline passed; the transport was stopped
+    TIMED_OUT_ON_NODE = "timed-out-on-node"
+    KILLED = "killed"
+    NO_TEMP_DIR = "no-temp-dir"
+    NO_BUNDLE = "no-bundle"
+    NO_PYTHON = "no-python"
+    ENV_MISSING = "env-missing"
+    CANNOT_START = "cannot-start"  # the transport's own command could not run
+    EXITED = "exited"  # any other non-zero exit
+    NO_ANSWER = "no-answer"  # srun: the node's task printed no document
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What one host gave back, as the transport saw it (nothing parsed yet)."""
+
+    host: str
+    returncode: int | None  # None: no exit code (stopped at the deadline, never started)
+    stdout: str = ""
+    stderr: str = ""
+    seconds: float = 0.0
+    outcome: Outcome | None = None  # known to the transport when there is no exit code
+    detail: str = ""  # the transport's own words for such an outcome
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why a host gave no document."""
+
+    outcome: Outcome
+    detail: str  # the node's last words on stderr, or the transport's
+    returncode: int | None = None
+    prefix: str = ""  # ENV_MISSING: the environment looked for
+
+
+class ProblemKind(str, Enum):
+    """Why one part of a node's document is missing."""
+
+    ENV_MISSING = "env-missing"  # the node found no conda environment at the prefix
+    INCOMPLETE = "incomplete-install"  # the prefix carries the unfinished-install marker
+    FAILED = "failed"  # the node could not make the part (its message says why)
+    MALFORMED = "malformed"  # the part is there but fails validation
+    UNREADABLE = "unreadable"  # the whole answer is no document (garbage, too big)
+    EMPTY = "empty"  # a document with neither an export nor GPU facts
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A part of a node's answer that failed or was garbage."""
+
+    part: str  # export | facts | allreduce | answer
+    kind: ProblemKind
+    detail: str
+    prefix: str = ""  # ENV_MISSING: the prefix the node looked at
+
+
+@dataclass(frozen=True)
+class HostReport:
+    """Everything known about one host after the fan-out, validated."""
+
+    host: str
+    failure: Failure | None = None
+    env: Environment | None = None
+    facts: NodeFacts | None = None
+    allreduce: AllReduceResult | None = None
+    seconds: float = 0.0
+    problems: tuple[Problem, ...] = ()
+    node: str = ""  # the name the node gave itself
+
+    @property
+    def ok(self) -> bool:
+        """The host answered with a document (parts of it may still have failed)."""
+        return self.failure is None

@@ -1,0 +1,225 @@
+"""``envtool.verify/1``: the JSON report of ``envtool verify``, written and read back here.
+
+``dumps`` writes what report/verify.py assembled (findings already worded); ``loads`` reads
+such a report back, strictly (``--baseline`` takes its all-reduce figures from one). A test
+writes a report, reads it back and compares: the two directions cannot drift apart.
+docs/report-schema.md documents these fields; a test checks the page against them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from envtool.errors import InputError
+from envtool.protocol import schemas
+
+
+@dataclass(frozen=True)
+class FactsEntry:
+    """A host's GPU facts as the report shows them."""
+
+    hostname: str
+    python: str
+    torch: str | None
+    cuda: str | None
+    cuda_available: bool
+    device_count: int
+    devices: tuple[str, ...]
+    driver: str | None
+    cudnn: str | None
+    nccl: str | None
+    env: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AllReduceEntry:
+    """A host's all-reduce result as the report shows it."""
+
+    backend: str
+    nranks: int
+    peak_busbw: float | None  # GB/s, best busbw over the largest sizes run
+    wrong_total: int
+    error: str | None
+
+
+@dataclass(frozen=True)
+class HostEntry:
+    """One host of the report."""
+
+    host: str
+    ok: bool
+    error: str | None
+    seconds: float
+    problems: tuple[str, ...]
+    packages: int | None
+    facts: FactsEntry | None
+    allreduce: AllReduceEntry | None
+
+
+@dataclass(frozen=True)
+class FindingEntry:
+    """One finding, worded (also the finding of ``envtool.diff/1``)."""
+
+    kind: str
+    severity: str
+    subject: str
+    expected: str
+    actual: str
+    hint: str
+    hosts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class VerifyDocument:
+    """The whole report."""
+
+    lockfile: str | None
+    seconds: float
+    ok: bool
+    hosts: tuple[HostEntry, ...]
+    findings: tuple[FindingEntry, ...]
+
+
+def _plain(value: Any) -> Any:
+    """A dataclass tree as JSON values (tuples of pairs named ``env`` become objects)."""
+    if hasattr(value, "__dataclass_fields__"):
+        out = {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+        if isinstance(value, FactsEntry):
+            out["env"] = dict(value.env)
+        return out
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def finding_dict(entry: FindingEntry) -> dict[str, Any]:
+    """A finding as JSON."""
+    out: dict[str, Any] = _plain(entry)
+    return out
+
+
+def dumps(doc: VerifyDocument) -> str:
+    """The report's JSON text (keys sorted, two-space indent, a final newline)."""
+    body = {"schema": schemas.VERIFY, **_plain(doc)}
+    return json.dumps(body, indent=2, sort_keys=True) + "\n"
+
+
+class _Bad(ValueError):
+    pass
+
+
+def _get(doc: Any, key: str, kinds: tuple[type, ...], optional: bool = False) -> Any:
+    if not isinstance(doc, dict):
+        raise _Bad(f"expected an object around '{key}'")
+    value = doc.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise _Bad(f"'{key}' has the wrong type")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _Bad(f"'{key}' is not a finite number")
+    return value
+
+
+def _strings(doc: Any, key: str) -> tuple[str, ...]:
+    items = _get(doc, key, (list,))
+    if not all(isinstance(i, str) for i in items):
+        raise _Bad(f"'{key}' must list strings")
+    return tuple(items)
+
+
+def _facts(doc: Any) -> FactsEntry | None:
+    if doc is None:
+        return None
+    env = _get(doc, "env", (dict,))
+    text = {
+        k: _get(doc, k, (str,), optional=True) for k in ("torch", "cuda", "driver", "cudnn", "nccl")
+    }
+    return FactsEntry(
+        _get(doc, "hostname", (str,)),
+        _get(doc, "python", (str,)),
+        text["torch"],
+        text["cuda"],
+        _get(doc, "cuda_available", (bool,)),
+        _get(doc, "device_count", (int,)),
+        _strings(doc, "devices"),
+        text["driver"],
+        text["cudnn"],
+        text["nccl"],
+        tuple(sorted((str(k), str(v)) for k, v in env.items())),
+        _strings(doc, "notes"),
+    )
+
+
+def _allreduce(doc: Any) -> AllReduceEntry | None:
+    if doc is None:
+        return None
+    return AllReduceEntry(
+        _get(doc, "backend", (str,)),
+        _get(doc, "nranks", (int,)),
+        _float(_get(doc, "peak_busbw", (int, float), optional=True)),
+        _get(doc, "wrong_total", (int,)),
+        _get(doc, "error", (str,), optional=True),
+    )
+
+
+def _float(value: int | float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _host(doc: Any) -> HostEntry:
+    return HostEntry(
+        _get(doc, "host", (str,)),
+        _get(doc, "ok", (bool,)),
+        _get(doc, "error", (str,), optional=True),
+        float(_get(doc, "seconds", (int, float))),
+        _strings(doc, "problems"),
+        _get(doc, "packages", (int,), optional=True),
+        _facts(_get(doc, "facts", (dict,), optional=True)),
+        _allreduce(_get(doc, "allreduce", (dict,), optional=True)),
+    )
+
+
+def _finding(doc: Any) -> FindingEntry:
+    text = {k: _get(doc, k, (str,)) for k in ("kind", "severity", "subject", "expected", "actual")}
+    return FindingEntry(
+        text["kind"],
+        text["severity"],
+        text["subject"],
+        text["expected"],
+        text["actual"],
+        _get(doc, "hint", (str,)),
+        _strings(doc, "hosts"),
+    )
+
+
+def loads(text: str, source: str) -> VerifyDocument:
+    """Read a report back; InputError naming ``source`` when it is not a verify/1 report."""
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise InputError(f"{source}: not an envtool verify JSON report") from None
+    if not isinstance(doc, dict) or doc.get("schema") != schemas.VERIFY:
+        raise InputError(f"{source}: not an envtool verify JSON report (schema {schemas.VERIFY})")
+    try:
+        return VerifyDocument(
+            _get(doc, "lockfile", (str,), optional=True),
+            float(_get(doc, "seconds", (int, float))),
+            _get(doc, "ok", (bool,)),
+            tuple(_host(h) for h in _get(doc, "hosts", (list,))),
+            tuple(_finding(f) for f in _get(doc, "findings", (list,))),
+        )
+    except _Bad as exc:
+        raise InputError(f"{source}: not an envtool verify JSON report: {exc}") from None
+
+
+def read(path: Path) -> VerifyDocument:
+    """A report file."""
+    from envtool import yamlio
+
+    return loads(yamlio.read_text(path, "verify report"), str(path))

@@ -1,0 +1,105 @@
+"""Writing to the terminal: one-line messages, JSON, tables, a progress bar, a build log.
+
+Table cells are rich ``Text``: whatever a node or a file said is shown as text, never read
+as console markup.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def error(message: str) -> None:
+    """One line on stderr: ``envtool: error: ...``."""
+    click.echo(f"envtool: error: {message}", err=True)
+
+
+def notice(message: str) -> None:
+    """One line for the user on stderr (stdout stays the report)."""
+    click.echo(message, err=True)
+
+
+def wrote(path: Path) -> None:
+    """A file envtool wrote beside its report (a plot)."""
+    click.echo(f"wrote {path}", err=True)
+
+
+def echo_json(doc: object) -> None:
+    """A JSON document on stdout (keys sorted, two-space indent)."""
+    click.echo(json.dumps(doc, indent=2, sort_keys=True))
+
+
+def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A table on stdout, wide enough not to cut the first columns."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table(title=Text(title), title_justify="left", show_lines=False)
+    for i, column in enumerate(columns):
+        grid.add_column(column, overflow="fold", no_wrap=i < 3)
+    for row in rows:
+        grid.add_row(*(Text(cell) for cell in row))
+    Console(width=max(160, shutil.get_terminal_size().columns)).print(grid)
+
+
+class Progress:
+    """A progress bar on stderr while hosts answer; silent when stderr is not a terminal."""
+
+    def __init__(self, total: int) -> None:
+        self._bar: Any = None
+        if sys.stderr.isatty() and total > 1:
+            from rich.progress import Progress as RichProgress
+
+            self._bar = RichProgress(transient=True)
+            self._task = self._bar.add_task("probing hosts", total=total)
+
+    def __enter__(self) -> Progress:
+        if self._bar is not None:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def done(self, _: object) -> None:
+        """One host answered."""
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+
+class BuildLog:
+    """The build log, streamed: the last line under a spinner on a terminal, else every line."""
+
+    def __init__(self) -> None:
+        self._status: Any = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+
+            self._status = Console(stderr=True).status("docker build")
+
+    def __enter__(self) -> BuildLog:
+        if self._status is not None:
+            self._status.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.stop()
+
+    def line(self, text: str) -> None:
+        """One line of the build's output."""
+        if self._status is not None:
+            from rich.text import Text
+
+            self._status.update(Text(f"docker build: {text[:100]}"))
+        else:
+            click.echo(text, err=True)

@@ -1,0 +1,43 @@
+"""A verify report as JUnit XML: one testcase per host and check, for CI dashboards."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from envtool.judge.findings import Check, Kind
+from envtool.protocol.verify_report import VerifyDocument
+
+
+def render(doc: VerifyDocument) -> str:
+    """``<testsuites>`` with one ``<testcase classname=HOST name=CHECK>`` per host and check."""
+    suite = ET.Element("testsuite", name="envtool verify", time=f"{doc.seconds:.3f}")
+    failures = 0
+    for host in doc.hosts:
+        for check in Check:
+            case = ET.SubElement(
+                suite, "testcase", classname=host.host, name=check.value, time=f"{host.seconds:.3f}"
+            )
+            mine = [f for f in doc.findings if host.host in f.hosts and Kind(f.kind).check is check]
+            for f in (f for f in mine if f.severity == "error"):
+                failures += 1
+                failure = ET.SubElement(
+                    case,
+                    "failure",
+                    type=f.kind,
+                    message=f"{f.subject}: expected {f.expected}, got {f.actual}",
+                )
+                failure.text = f"fix: {f.hint}"
+            notes = [
+                f"{f.severity} {f.kind} {f.subject}: {f.actual}"
+                for f in mine
+                if f.severity != "error"
+            ]
+            if notes:
+                ET.SubElement(case, "system-out").text = "\n".join(notes)
+    suite.set("tests", str(len(doc.hosts) * len(Check)))
+    suite.set("failures", str(failures))
+    suite.set("errors", "0")
+    root = ET.Element("testsuites")
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,119 @@
+"""The words of a report: each finding's expected/actual columns and its fix line, and what a
+failed host or part of an answer is called. The one place such text is made."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from envtool.judge import gpu
+from envtool.judge.consensus import NO_MAJORITY
+from envtool.judge.findings import Finding, Kind
+from envtool.models import Package
+from envtool.protocol.types import Failure, Outcome, Problem, ProblemKind
+
+_FAILURE = {
+    Outcome.SSH_FAILED: "ssh failed",
+    Outcome.TIMED_OUT_ON_NODE: "timed out on the node",
+    Outcome.KILLED: "killed on the node",
+    Outcome.NO_TEMP_DIR: "cannot create a temp dir",
+    Outcome.NO_BUNDLE: "cannot unpack the probe bundle",
+    Outcome.NO_PYTHON: "no python",
+    Outcome.ENV_MISSING: "no environment",
+}
+_FIX = {
+    Kind.PIP_SHADOWING: "pip uninstall {subject}",
+    Kind.DIFFERS_FROM_MAJORITY: "make {subject} match the other nodes",
+    Kind.DIFFERS_BETWEEN_NODES: "make {subject} the same on every node (or pin it in the lock)",
+    Kind.VERSION_MISMATCH: "make {subject} match the other nodes",
+    Kind.GPU_COUNT_DIFFERS: "make {subject} match the other nodes",
+    Kind.NCCL_ENV_DIFFERS: "make {subject} match the other nodes",
+    Kind.CUDA_UNAVAILABLE: "see docs: CUDA not available (driver, CUDA_VISIBLE_DEVICES, build)",
+    Kind.TOO_FEW_GPUS: "check CUDA_VISIBLE_DEVICES and nvidia-smi",
+    Kind.DRIVER_TOO_OLD: "upgrade the NVIDIA driver",
+    Kind.DRIVER_MINOR_COMPAT: (
+        "works through minor-version compatibility; upgrade for full support"
+    ),
+    Kind.ALLREDUCE_FAILED: "see docs: blocked MASTER_PORT, wrong interface (NCCL_SOCKET_IFNAME)",
+    Kind.ALLREDUCE_WRONG: "results are corrupted: check GPUs, NCCL version and P2P",
+    Kind.BUSBW_LOW: "check NVLink/IB, NCCL_* variables",
+    Kind.UNREACHABLE: "check ssh access, the node and --timeout",
+    Kind.PROBE_FAILED: "run the probe on the node by hand (envtool probe)",
+    Kind.ENV_MISSING: (
+        "envtool install --lockfile conda-lock.yml --prefix PREFIX on the node (or pass --prefix)"
+    ),
+}
+
+
+def failure_text(failure: Failure) -> str:
+    """``timed out on the node: <the node's last line>``; the transport's words as they are."""
+    if failure.outcome in (Outcome.TIMED_OUT, Outcome.CANNOT_START, Outcome.NO_ANSWER):
+        return failure.detail
+    label = _FAILURE.get(failure.outcome, f"exited {failure.returncode}")
+    return f"{label}: {failure.detail}"
+
+
+def problem_text(problem: Problem) -> str:
+    """``export: <why>`` for a part of a node's answer that failed or was garbage."""
+    if problem.kind is ProblemKind.MALFORMED:
+        return f"{problem.part}: malformed ({problem.detail})"
+    return f"{problem.part}: {problem.detail}"
+
+
+@dataclass(frozen=True)
+class Words:
+    """A finding as people read it."""
+
+    expected: str
+    actual: str
+    fix: str
+
+
+def _in(f: Finding) -> str:
+    return f" in {f.where}" if f.where else ""
+
+
+def _pkg(p: Package | None) -> Package:
+    assert p is not None, "a package finding without its package"
+    return p
+
+
+def _package_words(f: Finding) -> Words:
+    ref, got = f.reference, f.found
+    if f.kind is Kind.MISSING:
+        a = _pkg(ref)
+        return Words(a.label(), "absent", f"install {a.label()}{_in(f)}")
+    if f.kind is Kind.EXTRA:
+        b = _pkg(got)
+        return Words("absent", b.label(), f"remove {b.name}{_in(f)} if it is not needed")
+    a, b = _pkg(ref), _pkg(got)
+    if f.kind is Kind.MANAGER_DIFFERS:
+        expected, actual = f"{a.manager} {a.label()}", f"{b.manager} {b.label()}"
+        return Words(expected, actual, f"install {f.subject} with {a.manager}{_in(f)}")
+    if f.kind is Kind.CHANNEL_DIFFERS:
+        expected, actual = f"{a.label()} from {a.channel}", f"{b.label()} from {b.channel}"
+        return Words(expected, actual, f"install {f.subject} from {a.channel}")
+    if f.kind is Kind.PIP_SHADOWING:
+        actual = f"pip {b.label()} shadows conda {a.label()}{_in(f)}"
+        return Words(f"{a.label()} from conda only", actual, f"pip uninstall {b.name}")
+    return Words(a.label(), b.label(), f"install {a.label()}{_in(f)}")  # version/build
+
+
+def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Words:
+    """The expected/actual columns and the fix line of ``f``; ``nodeset`` folds host lists."""
+    fix = _FIX.get(f.kind, "").format(subject=f.subject)
+    if f.reference is not None or f.found is not None:
+        return _package_words(f)
+    if f.cause == NO_MAJORITY:
+        actual = "; ".join(f"{value} on {nodeset(hosts)}" for value, hosts in f.spread)
+        return Words("the same on every node (no majority)", actual, fix)
+    if f.kind is Kind.UNREACHABLE and f.failure is not None:
+        return Words("answers", failure_text(f.failure), fix)
+    if f.kind is Kind.ENV_MISSING:
+        return Words("the locked conda environment", f"none at {f.actual}", fix)
+    if f.kind is Kind.PROBE_FAILED and f.problem is not None:
+        return Words("a valid result", problem_text(f.problem), fix)
+    if f.kind is Kind.ALLREDUCE_FAILED and f.cause == gpu.CAUSE_NO_RANK0:
+        return Words("a result from rank 0", "no node reported one",
+                     "check the rendezvous endpoint and ports")  # fmt: skip
+    return Words(f.expected, f.actual, fix)

@@ -1,0 +1,167 @@
+"""What the one-shot commands print: lock, install, build, export, diff, probe, nccl-tests."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from envtool.protocol import schemas
+from envtool.protocol.verify_report import finding_dict
+from envtool.report import console
+
+if TYPE_CHECKING:
+    from envtool.image import BuildResult
+    from envtool.judge.findings import Finding
+    from envtool.lock.install import InstallResult
+    from envtool.lock.pin import CheckResult, LockResult
+    from envtool.models import Environment
+    from envtool.nccl.model import NcclRun
+    from envtool.protocol.types import AllReduceResult, NodeFacts
+
+
+def lock_result(result: LockResult) -> None:
+    """What ``envtool lock`` wrote."""
+    for platform, conda, pip in result.counts:
+        extra = f" + {pip} pip" if pip else ""
+        click.echo(f"{platform}: {conda} conda{extra} packages")
+    click.echo(f"wrote {result.lock_path} in {result.seconds:.2f} s")
+
+
+def check_result(result: CheckResult) -> None:
+    """Whether the lock is fresh against the environment file."""
+    if result.fresh:
+        click.echo(f"{result.lock_path} is up to date with {result.env_path}")
+    else:
+        click.echo(
+            f"{result.lock_path} is stale for {', '.join(result.stale)}: {result.env_path} "
+            f"changed; run 'envtool lock -f {result.env_path} --lockfile {result.lock_path}'"
+        )
+
+
+def install_result(result: InstallResult) -> None:
+    """What ``envtool install`` put into the prefix."""
+    extra = f" and {result.pip} pip" if result.pip else ""
+    click.echo(
+        f"installed {result.conda} conda{extra} packages into {result.prefix} "
+        f"in {result.seconds:.2f} s"
+    )
+
+
+def build_result(result: BuildResult) -> None:
+    """The tag, id and provenance labels of a built image."""
+    click.echo(f"built {result.tag} ({result.image_id[:19]}) in {result.seconds:.1f} s")
+    for key, value in result.labels:
+        if key.startswith("io.envtool."):
+            click.echo(f"  {key}={value}")
+    if result.pushed:
+        click.echo(f"pushed {result.tag}")
+
+
+def export_document(doc: dict[str, Any], fmt: str) -> None:
+    """An export: conda's YAML text verbatim, or the structured JSON document."""
+    if fmt == "json":
+        console.echo_json(doc)
+    else:
+        click.echo(doc["yaml"], nl=False)
+
+
+def diff_result(a: Environment, b: Environment, findings: list[Finding], fmt: str) -> None:
+    """The differences between two environments."""
+    from envtool.report.verify import finding_entry
+
+    entries = [finding_entry(f) for f in findings]
+    if fmt == "json":
+        console.echo_json(
+            {
+                "schema": schemas.DIFF,
+                "a": a.source,
+                "b": b.source,
+                "identical": not findings,
+                "findings": [finding_dict(e) for e in entries],
+            }
+        )
+        return
+    if not findings:
+        click.echo(f"identical: {a.source} ({len(a.packages)} packages) and {b.source}")
+        return
+    rows = [[e.severity, e.kind, e.subject, e.expected, e.actual, e.hint] for e in entries]
+    console.table(
+        f"{len(findings)} differences: A={a.source}  B={b.source}",
+        ["severity", "kind", "package", "A", "B", "fix"],
+        rows,
+    )
+
+
+def _fact_rows(facts: NodeFacts) -> list[list[str]]:
+    devices = ", ".join(f"{d.name} (sm {d.capability})" for d in facts.devices) or "none"
+    env = " ".join(f"{k}={v}" for k, v in facts.env) or "-"
+    pairs = [
+        ("host", facts.hostname),
+        ("python", facts.python),
+        ("torch", facts.torch),
+        ("torch CUDA", facts.cuda),
+        ("CUDA available", facts.cuda_available),
+        ("devices", f"{facts.device_count}: {devices}"),
+        ("driver", facts.driver),
+        ("cuDNN", facts.cudnn),
+        ("NCCL", facts.nccl),
+        ("glibc", facts.glibc),
+        ("env", env),
+    ]
+    rows = [[k, "-" if v is None else str(v)] for k, v in pairs]
+    return rows + [["note", n] for n in facts.notes]
+
+
+def probe_result(
+    raw: dict[str, Any], facts: NodeFacts, allreduce: AllReduceResult | None, fmt: str
+) -> None:
+    """GPU facts as a table, then the all-reduce in all_reduce_perf's layout; or the probe's
+    JSON document (the node's documents as they validated)."""
+    if fmt == "json":
+        console.echo_json({"schema": schemas.PROBE, **raw})
+        return
+    console.table("node facts", ["fact", "value"], _fact_rows(facts))
+    if allreduce is not None:
+        from envtool.report.nccl_text import format_allreduce
+
+        click.echo(format_allreduce(allreduce), nl=False)
+
+
+def nccl_result(run: NcclRun, min_bytes: int, fmt: str) -> None:
+    """An all_reduce_perf log: its rows, and the peak busbw at large sizes beside the average."""
+    from envtool.nccl.model import large_rows, peak_busbw, wrong_total
+
+    peak = peak_busbw(run.rows, min_bytes)
+    if fmt == "json":
+        console.echo_json(
+            {
+                "source": run.source,
+                "nccl_version": run.nccl_version,
+                "nranks": run.nranks,
+                "devices": [asdict(d) for d in run.devices],
+                "params": run.param_map,
+                "rows": [asdict(r) for r in run.rows],
+                "large_min_bytes": min_bytes,
+                "large_sizes": len(large_rows(run.rows, min_bytes)),
+                "peak_busbw": peak,
+                "peak_busbw_oop": peak_busbw(run.rows, min_bytes, in_place=False),
+                "avg_busbw": run.avg_busbw,
+                "out_of_bounds": run.out_of_bounds,
+                "wrong_total": wrong_total(run.rows),
+            }
+        )
+        return
+    from envtool.report.nccl_text import format_run, size_text
+
+    click.echo(format_run(run), nl=False)
+    click.echo(f"ranks: {run.nranks or '?'}   NCCL: {run.nccl_version or '?'}")
+    click.echo(
+        f"peak busbw at sizes >= {size_text(min_bytes)}: "
+        + (f"{peak:.2f} GB/s" if peak is not None else "no rows that large")
+    )
+    if run.avg_busbw is not None:
+        click.echo(
+            f"the tool's average over all sizes (understates the link): {run.avg_busbw:g} GB/s"
+        )

@@ -1,0 +1,109 @@
+"""The verify report: the verdict worded once (a VerifyDocument), then shown as a folded
+table, written as JSON (protocol/verify_report.py) or as JUnit (report/junit.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from envtool import yamlio
+from envtool.judge.findings import Finding, failed, ordered
+from envtool.judge.verdict import Verdict
+from envtool.protocol import verify_report as vr
+from envtool.protocol.types import HostReport
+from envtool.report import console, junit
+from envtool.report.labels import failure_text, problem_text, words
+
+
+def nodeset(hosts: Sequence[str]) -> str:
+    """Hosts folded into a node set (``node[1-3]``), like clush -b."""
+    from ClusterShell.NodeSet import NodeSet
+
+    try:
+        return str(NodeSet.fromlist(list(hosts)))
+    except Exception:  # names NodeSet cannot fold (user@host) are listed as they are
+        return ",".join(hosts)
+
+
+def finding_entry(f: Finding) -> vr.FindingEntry:
+    """A finding worded for a report."""
+    w = words(f, nodeset)
+    return vr.FindingEntry(
+        f.kind.value, f.severity.value, f.subject, w.expected, w.actual, w.fix, f.hosts
+    )
+
+
+def _facts(r: HostReport) -> vr.FactsEntry | None:
+    f = r.facts
+    if f is None:
+        return None
+    devices = tuple(d.name for d in f.devices)
+    return vr.FactsEntry(
+        f.hostname, f.python, f.torch, f.cuda, f.cuda_available, f.device_count, devices,
+        f.driver, f.cudnn, f.nccl, f.env, f.notes,
+    )  # fmt: skip
+
+
+def _allreduce(r: HostReport) -> vr.AllReduceEntry | None:
+    ar = r.allreduce
+    if ar is None:
+        return None
+    return vr.AllReduceEntry(ar.backend, ar.nranks, ar.peak_busbw, ar.wrong_total, ar.error or None)
+
+
+def host_entry(r: HostReport) -> vr.HostEntry:
+    """One host as the report shows it."""
+    return vr.HostEntry(
+        r.host,
+        r.ok,
+        failure_text(r.failure) if r.failure is not None else None,
+        round(r.seconds, 3),
+        tuple(problem_text(p) for p in r.problems),
+        len(r.env.packages) if r.env else None,
+        _facts(r),
+        _allreduce(r),
+    )
+
+
+def document(verdict: Verdict) -> vr.VerifyDocument:
+    """The whole report (schema envtool.verify/1, docs/report-schema.md)."""
+    return vr.VerifyDocument(
+        verdict.lock_path or None,
+        round(verdict.seconds, 3),
+        not failed(verdict.findings),
+        tuple(host_entry(r) for r in verdict.reports),
+        tuple(finding_entry(f) for f in verdict.findings),
+    )
+
+
+def _summary(verdict: Verdict) -> str:
+    answered = sum(1 for r in verdict.reports if r.ok)
+    return (
+        f"{len(verdict.reports)} hosts, {answered} answered, {len(verdict.findings)} findings "
+        f"in {verdict.seconds:.1f} s"
+    )
+
+
+def show(verdict: Verdict, fmt: str, output: Path | None) -> None:
+    """The verify report: a folded table, JSON or JUnit, to stdout or ``output``."""
+    summary = _summary(verdict)
+    if fmt != "table":
+        doc = document(verdict)
+        text = vr.dumps(doc) if fmt == "json" else junit.render(doc)
+        if output is not None:
+            yamlio.write_atomic(output, text)
+            click.echo(f"{summary}; wrote {output}", err=True)
+        else:
+            click.echo(text, nl=False)
+        return
+    if not verdict.findings:
+        click.echo(f"all good: {summary}")
+        return
+    rows = []
+    for f in ordered(verdict.findings):
+        e = finding_entry(f)
+        rows.append([nodeset(f.hosts), e.severity, e.kind, e.subject, e.expected, e.actual, e.hint])
+    columns = ["hosts", "severity", "kind", "subject", "expected", "actual", "fix"]
+    console.table(summary, columns, rows)

@@ -1,0 +1,221 @@
+"""A two-process DistributedDataParallel smoke test: one training step, checked.
+
+    python -m envtool_node.ddp_smoke [--nproc 2] [--backend auto|nccl|gloo] [--timeout 120]
+
+The launcher runs ``torchrun --standalone --nproc-per-node=N -m envtool_node.ddp_smoke
+--worker``: NCCL with one process per GPU (at most ``--nproc``) where CUDA works, gloo on
+the CPU otherwise. Each rank builds the same small model, wraps it in DDP, runs forward and
+backward on its own deterministic batch, and the ranks then check together that
+
+- the gradients DDP left on every rank are equal (all-gathered, compared with rank 0's),
+- they equal the mean of the ranks' local gradients (computed without DDP, reduced by hand),
+- an all-reduce of ``rank + 1`` gives ``n(n+1)/2`` exactly,
+- after one SGD step the parameters are still equal on every rank.
+
+It prints one JSON document (schema ``envtool.ddp-smoke/1``) and exits 0 when every check
+passed, 1 when one failed or the run did not finish. Standard library and torch only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sys
+import tempfile
+import time
+from typing import Any
+
+from . import torchrun
+from .schema import DDP_SMOKE
+
+TOLERANCE = 1e-5  # float32 sums in another order
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Options of the launcher and the workers."""
+    p = argparse.ArgumentParser(
+        prog="python -m envtool_node.ddp_smoke", description="DDP smoke test"
+    )
+    p.add_argument("--nproc", type=int, default=2, help="processes (NCCL: at most the GPUs)")
+    p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto")
+    p.add_argument("--timeout", type=float, default=120.0, help="deadline in seconds")
+    p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--out", default="", help=argparse.SUPPRESS)
+    p.add_argument("--deadline", type=float, default=0.0, help=argparse.SUPPRESS)
+    return p
+
+
+# ---------------------------------------------------------------- worker side (one rank)
+
+
+def _flat_grads(model: Any, torch: Any) -> Any:
+    return torch.cat([p.grad.detach().flatten() for p in model.parameters()])
+
+
+def _gathered_max_diff(torch: Any, dist: Any, value: Any) -> float:
+    """The largest difference between any rank's ``value`` and rank 0's."""
+    parts = [torch.empty_like(value) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, value)
+    return max(float((p - parts[0]).abs().max().item()) for p in parts)
+
+
+def _max_over_ranks(torch: Any, dist: Any, value: float, device: Any) -> float:
+    t = torch.tensor([value], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t.item())
+
+
+def _step(torch: Any, dist: Any, device: Any) -> dict[str, Any]:
+    from torch.nn.parallel import DistributedDataParallel
+
+    rank, nranks = dist.get_rank(), dist.get_world_size()
+    torch.manual_seed(0)  # the same initial weights on every rank
+    model = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+    ).to(device)
+    local = torch.nn.Sequential(
+        torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4)
+    ).to(device)
+    local.load_state_dict(model.state_dict())
+    ddp = DistributedDataParallel(
+        model, device_ids=[device.index] if device.type == "cuda" else None
+    )
+    gen = torch.Generator().manual_seed(1000 + rank)  # each rank its own batch
+    x = torch.randn(8, 16, generator=gen).to(device)
+    y = torch.randn(8, 4, generator=gen).to(device)
+    loss = ((ddp(x) - y) ** 2).mean()
+    loss.backward()
+    ((local(x) - y) ** 2).mean().backward()
+    grads = _flat_grads(ddp.module, torch)
+    mean = _flat_grads(local, torch)
+    dist.all_reduce(mean)
+    mean /= nranks
+    ones = torch.tensor([float(rank + 1)], device=device)
+    dist.all_reduce(ones)
+    torch.optim.SGD(ddp.parameters(), lr=0.1).step()
+    params = torch.cat([p.detach().flatten() for p in ddp.module.parameters()])
+    del ddp  # its reducer holds the process group: gone before the group is destroyed
+    gc.collect()
+    figures: dict[str, Any] = {
+        "grad_max_diff_across_ranks": _gathered_max_diff(torch, dist, grads),
+        "grad_max_diff_vs_mean": _max_over_ranks(
+            torch, dist, float((grads - mean).abs().max().item()), device
+        ),
+        "allreduce_sum": float(ones.item()),
+        "params_max_diff_after_step": _gathered_max_diff(torch, dist, params),
+        "loss_rank0": float(loss.item()),
+    }
+    figures["checks"] = {
+        "gradients equal across ranks": figures["grad_max_diff_across_ranks"] <= TOLERANCE,
+        "gradients are the mean of the ranks' gradients": figures["grad_max_diff_vs_mean"]
+        <= TOLERANCE,
+        "all-reduce sum exact": figures["allreduce_sum"] == nranks * (nranks + 1) / 2,
+        "parameters equal after an SGD step": figures["params_max_diff_after_step"] <= TOLERANCE,
+    }
+    return figures
+
+
+def worker(args: Any) -> int:
+    """One rank: the step and its checks; rank 0 writes the document to ``--out``."""
+    torch, dist, backend, device = torchrun.init_rank(args.backend, args.deadline)
+    try:
+        start = time.perf_counter()
+        figures = _step(torch, dist, device)
+        if dist.get_rank() == 0 and args.out:
+            doc = {
+                "schema": DDP_SMOKE,
+                "backend": backend,
+                "nranks": dist.get_world_size(),
+                "device": device.type,
+                "torch": str(torch.__version__),
+                "seconds": time.perf_counter() - start,
+                "ok": all(figures["checks"].values()),
+                **figures,
+            }
+            with open(args.out, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh)
+        dist.barrier()  # no rank leaves while another still talks to it
+    finally:
+        dist.destroy_process_group()
+    # The work is done and written. Leave without finalizing the interpreter: a DDP worker
+    # of torch 2.13 with gloo aborted in about 1 of 20 exits ("terminate called without an
+    # active exception") while C++ objects were destroyed at exit.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+# ---------------------------------------------------------------- launcher side
+
+
+def _plan(args: Any) -> tuple[str, int]:
+    """The backend and the number of processes: NCCL with one GPU each, else gloo."""
+    gpus = torchrun.gpu_count()
+    backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
+    nproc = max(1, args.nproc)
+    if backend == "nccl":
+        nproc = max(1, min(nproc, gpus))
+    return backend, nproc
+
+
+def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
+    return {"schema": DDP_SMOKE, "backend": backend, "nranks": nproc, "ok": False, "error": message}
+
+
+def launch(args: Any) -> dict[str, Any]:
+    """torchrun --standalone with a deadline; rank 0's document, or an error document."""
+    backend, nproc = _plan(args)
+    fd, out = tempfile.mkstemp(prefix="envtool-ddp-", suffix=".json")
+    os.close(fd)
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        str(nproc),
+        "-m",
+        "%s.ddp_smoke" % __package__,  # torchrun -m: the workers import this module
+        "--worker",
+        "--out",
+        out,
+        "--deadline",
+        repr(time.time() + args.timeout),
+        "--backend",
+        backend,
+    ]
+    try:
+        code, output = torchrun.run_torchrun(argv, args.timeout)
+        if code is None:
+            return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
+        with open(out, encoding="utf-8") as fh:
+            text = fh.read()
+        if code != 0 or not text:
+            why = torchrun.failure(output)
+            return _error(backend, nproc, "torchrun exited %d: %s" % (code, why))
+        doc: dict[str, Any] = json.loads(text)
+        return doc
+    finally:
+        os.unlink(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Launcher or worker, by ``--worker``."""
+    args = build_parser().parse_args(argv)
+    if args.worker:
+        return worker(args)
+    try:
+        doc = launch(args)
+    except Exception as exc:  # torch missing, torchrun not startable: data, not a traceback
+        doc = _error(args.backend, args.nproc, "%s: %s" % (type(exc).__name__, exc))
+    except torchrun.Terminated:  # SIGTERM: torchrun and its ranks were stopped
+        sys.stderr.write("ddp_smoke: terminated; torchrun and its workers stopped\n")
+        return 143
+    print(json.dumps(doc, sort_keys=True))
+    return 0 if doc.get("ok") else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""What the node package writes: schema ids, part-failure kinds, the prefix's marker files.
+
+The writer's side of the node protocol; envtool's reader (envtool/protocol/) imports these
+names from here, so each id is spelled once. Python 3.9, standard library only.
+"""
+
+from __future__ import annotations
+
+NODE = "envtool.node/1"  # python -m envtool_node: everything one node reports
+FACTS = "envtool.gpu-facts/1"  # envtool_node.facts
+ALLREDUCE = "envtool.allreduce/1"  # envtool_node.allreduce
+EXPORT = "envtool.export/1"  # envtool_node.export
+DDP_SMOKE = "envtool.ddp-smoke/1"  # envtool_node.ddp_smoke
+
+# A part of the node document that could not be made is {"error": TEXT, "kind": KIND}.
+PART_ENV_MISSING = "env-missing"  # the prefix has no conda-meta/
+PART_INCOMPLETE = "incomplete-install"  # the prefix carries INCOMPLETE_MARKER
+PART_FAILED = "failed"  # anything else (the text says what)
+PART_KINDS = (PART_ENV_MISSING, PART_INCOMPLETE, PART_FAILED)
+
+# In a prefix from before `envtool install` starts until the whole install (conda + pip)
+# succeeded: a prefix that has it is half-installed.
+INCOMPLETE_MARKER = "conda-meta/envtool-incomplete"

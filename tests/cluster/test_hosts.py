@@ -1,0 +1,99 @@
+"""Hosts files, node sets and Slurm node lists; hostile names never pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envtool.cluster import hosts
+from envtool.errors import InputError
+
+
+def test_hosts_file_with_users_ports_slots_and_comments(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.txt"
+    path.write_text("# the lab\nnode1\nalice@node2:2222 slots=4  # big one\n\ngpu[01-03]\n")
+    found = hosts.resolve(str(path))
+    assert [h.target for h in found] == ["node1", "alice@node2", "gpu01", "gpu02", "gpu03"]
+    assert found[1].port == 2222 and found[1].slots == 4
+    assert found[2].origin == f"{path}:5"
+
+
+def test_nodeset_expression_and_slurm_nodelist() -> None:
+    assert [h.name for h in hosts.resolve("gpu[01-02],login1")] == ["gpu01", "gpu02", "login1"]
+    env = {"SLURM_JOB_NODELIST": "node[1-3]"}
+    assert [h.name for h in hosts.resolve(None, env)] == ["node1", "node2", "node3"]
+    with pytest.raises(InputError, match="no hosts"):
+        hosts.resolve(None, {})
+
+
+def test_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("a\nb\n"))
+    assert [h.name for h in hosts.resolve("-")] == ["a", "b"]
+
+
+HOSTILE = [
+    "-oProxyCommand=touch /tmp/pwned",
+    "node1;touch x",
+    "$(touch x)",
+    "`touch x`",
+    "node 1",
+    "node'1",
+    'node"1',
+    "../etc",
+    "..",
+    "a/b",
+    "node\x07",
+    "node|x",
+    "-F",
+    "node[1-2];x",
+    "-node[1-2]",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_names_are_rejected_with_file_and_line(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "hosts.txt"
+    path.write_text(f"good1\n{name}\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        hosts.resolve(str(path))
+    message = str(info.value)
+    assert message.startswith(f"{path}:2: ") and "\n" not in message
+
+
+def test_newline_in_a_nodeset_argument() -> None:
+    with pytest.raises(InputError):
+        hosts.resolve("node1\n-oProxyCommand=x")
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("node1:0", "bad port"),
+        ("node1:99999", "bad port"),
+        ("bad user@node1", "unexpected"),
+        ("r;m@node1", "bad user name"),
+        ("node1 slots=x", "unexpected"),
+        ("node1 slots=0", "at least 1"),
+        ("node[1-", "bad node set"),
+    ],
+)
+def test_bad_lines(tmp_path: Path, line: str, expected: str) -> None:
+    path = tmp_path / "hosts.txt"
+    path.write_text(line + "\n")
+    with pytest.raises(InputError, match=expected):
+        hosts.resolve(str(path))
+
+
+def test_duplicates_and_empty(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.txt"
+    path.write_text("a\nb\na\n")
+    with pytest.raises(InputError, match=r"hosts.txt:3: host a already listed at .*hosts.txt:1"):
+        hosts.resolve(str(path))
+    path.write_text("# nothing\n")
+    with pytest.raises(InputError, match="no hosts listed"):
+        hosts.resolve(str(path))
+    with pytest.raises(InputError, match="hosts file not found"):
+        hosts.resolve(str(tmp_path / "nope" / "hosts.txt"))

@@ -1,0 +1,91 @@
+"""The command line itself: help, version, module entry, usage errors, exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+from conftest import REPO, Project
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "envtool", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        check=False,
+    )
+
+
+def test_help_lists_every_command() -> None:
+    out = _run("--help")
+    assert out.returncode == 0
+    for command in ("lock", "install"):
+        assert command in out.stdout
+
+
+def test_version() -> None:
+    from envtool import __version__
+
+    out = _run("--version")
+    assert out.returncode == 0 and __version__ in out.stdout
+
+
+def test_usage_error_exits_2() -> None:
+    out = _run("lock", "--solver", "pip")
+    assert out.returncode == 2 and "Invalid value" in out.stderr
+
+
+def test_conda_lock_solver_without_conda_fails_at_once(project: Project) -> None:
+    start = time.perf_counter()
+    code, _, err = project.run("lock", "--solver", "conda-lock")
+    assert code == 2 and "--conda PATH" in err
+    assert time.perf_counter() - start < 5
+    assert not project.lock.exists()
+
+
+def test_missing_environment_file(project: Project) -> None:
+    project.env.unlink()
+    code, _, err = project.run("lock")
+    assert code == 2 and "environment.yml: environment file not found" in err
+
+
+def test_importing_the_cli_loads_no_heavy_dependency() -> None:
+    code = (
+        "import sys, envtool.cli; bad = [m for m in ('rattler', 'yaml', 'docker', 'torch', "
+        "'rich') if m in sys.modules]; print(bad)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_build_without_a_docker_engine_is_one_line(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from conftest import run_main
+
+    from envtool.cli import main
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no.sock")
+    code, _, err = run_main(main, REPO, [], ("build", "-t", "x/y:z"))
+    assert code == 2 and "no Docker engine" in err and err.count("\n") == 1
+
+
+def test_internal_error_is_exit_3_with_or_without_the_traceback(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from conftest import run_main
+
+    from envtool.cli import main
+    from envtool.judge import packages
+
+    def broken(*_: object, **__: object) -> list[object]:
+        raise TypeError("a bug")  # no real input reaches this path: it stands for a bug
+
+    monkeypatch.setattr(packages, "diff", broken)
+    lock = REPO / "conda-lock.yml"
+    monkeypatch.delenv("ENVTOOL_DEBUG", raising=False)
+    code, _, err = run_main(main, tmp_path, [], ("diff", str(lock), str(lock)))
+    assert code == 3 and err.count("\n") == 1 and "internal error: TypeError: a bug" in err
+    monkeypatch.setenv("ENVTOOL_DEBUG", "1")
+    code, _, err = run_main(main, tmp_path, [], ("diff", str(lock), str(lock)))
+    assert code == 3 and "Traceback (most recent call last)" in err and "a bug" in err

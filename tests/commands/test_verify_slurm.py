@@ -1,0 +1,242 @@
+"""``envtool verify --transport slurm`` on a real Slurm cluster (slurmctld + 4 slurmd)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import VIRTUAL_CUDA, Project, require, run_main
+from fixtures import slurm
+from fixtures.channel import build_channel, realistic_packages
+
+from envtool.cli import main
+
+ENV = """\
+name: ddp
+channels: [{channel}]
+dependencies: [python=3.9, "pytorch=*={build}*", cudatoolkit=11.8, nccl, numpy, pip]
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, Path]]:
+    """node1, node2: the lock; node3: a cpu pytorch build; node4: its python fails."""
+    require(
+        slurm.available(),
+        "Slurm is not installed (apt-get install slurmctld slurmd slurm-client munge)",
+    )
+    root = tmp_path_factory.mktemp("slurmlab")
+    channel = build_channel(root / "channel", realistic_packages(python_exe=sys.executable))
+    proj = Project(root / "proj", channel, root / "cache")
+    proj.root.mkdir()
+    (proj.root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
+    for lock, build in (("cpu.lock.yml", "cpu"), ("conda-lock.yml", "cuda118")):
+        proj.write_env(ENV.format(channel=channel.as_uri(), build=build))
+        code, _, err = proj.run("lock", "--lockfile", lock)
+        assert code == 0, err
+    for node, lock in (
+        ("node1", "conda-lock.yml"),
+        ("node2", "conda-lock.yml"),
+        ("node3", "cpu.lock.yml"),
+    ):
+        code, _, err = proj.run(
+            "install", "--lockfile", lock, "--prefix", str(root / "envs" / node), "--allow-stale"
+        )
+        assert code == 0, err
+    broken = root / "envs" / "node4" / "bin"
+    broken.mkdir(parents=True)
+    (broken / "python").write_text("#!/bin/sh\necho 'node4: python is broken' >&2\nexit 3\n")
+    (broken / "python").chmod(0o755)
+    cluster = slurm.start(root / "slurm", nodes=4)
+    old = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(cluster.conf)
+    try:
+        yield proj, root / "envs"
+    finally:
+        cluster.stop()
+        if old is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old
+
+
+def _slurm_verify(proj: Project, envs: Path, *extra: str) -> tuple[int, str, str]:
+    """``envtool verify --transport slurm`` with per-node prefixes, as JSON."""
+    return run_main(
+        main,
+        proj.root,
+        [],
+        (
+            "verify",
+            "--transport",
+            "slurm",
+            "--prefix",
+            f"{envs}/{{node}}",
+            "--min-gpus",
+            "0",
+            "--format",
+            "json",
+            *extra,
+        ),
+    )
+
+
+def test_slurm_finds_the_drifted_and_the_failed_node(lab: tuple[Project, Path]) -> None:
+    proj, envs = lab
+    code, out, err = _slurm_verify(proj, envs, "--hosts", "node[1-4]", "--timeout", "60")
+    assert code == 1, err
+    doc = json.loads(out)
+    ok = {h["host"]: h["ok"] for h in doc["hosts"]}
+    assert ok == {"node1": True, "node2": True, "node3": True, "node4": False}
+    found = {(f["kind"], f["subject"]): f["hosts"] for f in doc["findings"]}
+    assert found[("build-differs", "pytorch")] == ["node3"]
+    assert found[("unreachable", "host")] == ["node4"]
+    assert not any(
+        h in ("node1", "node2")
+        for f in doc["findings"]
+        if f["severity"] == "error"
+        for h in f["hosts"]
+    )
+
+
+def test_slurm_nodes_from_the_allocation(
+    lab: tuple[Project, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proj, envs = lab
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "node[1-2]")
+    code, out, err = _slurm_verify(proj, envs, "--timeout", "60")
+    assert code == 0, out + err
+    assert [h["host"] for h in json.loads(out)["hosts"]] == ["node1", "node2"]
+
+
+def test_cluster_allreduce_in_one_srun_step(lab: tuple[Project, Path]) -> None:
+    require(__import__("importlib").util.find_spec("torch") is not None, "torch is not installed")
+    from fixtures.sshnodes import free_port
+
+    proj, envs = lab
+    code, out, err = _slurm_verify(
+        proj,
+        envs,
+        "--hosts",
+        "node[1-2]",
+        "--timeout",
+        "90",
+        "--allreduce",
+        "cluster",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{free_port()}",
+        "--allreduce-args",
+        "-b 1K -e 4K -f 4 -n 2 -w 1 --nproc 1 --backend gloo",
+    )
+    assert code == 0, out + err
+    results = [
+        h["allreduce"]
+        for h in json.loads(out)["hosts"]
+        if h["allreduce"] and h["allreduce"]["nranks"]
+    ]
+    assert len(results) == 1 and results[0]["nranks"] == 2 and results[0]["wrong_total"] == 0
+
+
+def _sbatch(proj: Project, envs: Path, nodes: str, tmp: Path) -> tuple[int, str]:
+    import subprocess
+
+    from conftest import REPO
+    from fixtures.sshnodes import free_port
+
+    env = {
+        **os.environ,
+        "ENVTOOL": str(Path(sys.executable).parent / "envtool"),
+        "LOCK": str(proj.root / "conda-lock.yml"),
+        "PREFIX": f"{envs}/{{node}}",
+        "PREFLIGHT_ARGS": f"--min-gpus 0 --timeout 90 --rdzv-endpoint 127.0.0.1:{free_port()}",
+        "ALLREDUCE_ARGS": "-b 1K -e 1K -n 1 -w 1 --nproc 1 --backend gloo",
+        "TRAIN_CMD": "echo TRAINING-STARTS",
+    }
+    out = subprocess.run(
+        [
+            "sbatch",
+            "--wait",
+            f"--nodelist={nodes}",
+            "--output",
+            str(tmp / "job.out"),
+            str(REPO / "docs" / "preflight-job.sh"),
+        ],
+        env=env,
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    return out.returncode, (tmp / "job.out").read_text()
+
+
+def test_preflight_job_script_under_sbatch(lab: tuple[Project, Path], tmp_path: Path) -> None:
+    proj, envs = lab
+    good = tmp_path / "good"
+    good.mkdir()
+    code, log = _sbatch(proj, envs, "node1,node2", good)
+    assert code == 0, log[-3000:]
+    assert "TRAINING-STARTS" in log and list(good.glob("preflight-*.xml"))
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    code, log = _sbatch(proj, envs, "node2,node3", bad)
+    assert code != 0
+    assert "TRAINING-STARTS" not in log
+    assert "build-differs" in log and "not ready for the job" in log
+
+
+def test_bundle_dir_on_a_shared_filesystem(lab: tuple[Project, Path], tmp_path: Path) -> None:
+    proj, envs = lab
+    shared = tmp_path / "shared-node"
+    code, out, err = _slurm_verify(proj, envs, "--hosts", "node[1-2]", "--bundle-dir", str(shared))
+    assert code == 0, out + err
+    assert (shared / "envtool_node" / "node.py").is_file()
+    assert (shared / "envtool_node" / "export.py").is_file()
+    assert all(h["ok"] for h in json.loads(out)["hosts"])
+
+
+def test_ctrl_c_cancels_the_srun_step_on_every_node(
+    lab: tuple[Project, Path], tmp_path: Path
+) -> None:
+    import signal
+    import subprocess
+    import time
+
+    proj, envs = lab
+    hung = tmp_path / "envs"
+    (hung / "node2" / "bin").mkdir(parents=True)
+    (hung / "node1").symlink_to(envs / "node1")
+    (hung / "node2" / "bin" / "python").write_text("#!/bin/sh\nexec sleep 4321\n")
+    (hung / "node2" / "bin" / "python").chmod(0o755)
+
+    def left() -> list[str]:
+        ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+        return [a for a in ps.splitlines() if "sleep 4321" in a or "envtool-verify" in a]
+
+    envtool = str(Path(sys.executable).parent / "envtool")
+    argv = [envtool, "verify", "--transport", "slurm", "--hosts", "node[1-2]", "--no-lock"]
+    run = subprocess.Popen(
+        [*argv, "--prefix", f"{hung}/{{node}}", "--min-gpus", "0", "--timeout", "120"],
+        cwd=proj.root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    end = time.monotonic() + 60
+    while not any("sleep 4321" in a for a in left()) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert run.poll() is None and left(), "the hung node's probe never ran"
+    start = time.monotonic()
+    run.send_signal(signal.SIGINT)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 130, err
+    while left() and time.monotonic() - start < 15:
+        time.sleep(0.1)
+    remaining = left()
+    steps = subprocess.run(["squeue", "-h", "-s"], capture_output=True, text=True).stdout
+    assert remaining == [], remaining  # srun cancelled the step: no task left on any node
+    assert "envtool" not in steps, steps

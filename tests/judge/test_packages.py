@@ -1,0 +1,127 @@
+"""The pure diff: findings per package between two environments."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envtool import environments as envread
+from envtool.errors import InputError
+from envtool.judge import packages as drift
+from envtool.models import Environment, Package
+from envtool.report.labels import words
+from envtool_node.channels import canonical_name as channel_name
+
+
+def _env(*pkgs: Package, source: str = "B") -> Environment:
+    return Environment(source, "probe", pkgs)
+
+
+CF = "conda-forge"
+TORCH = Package("pytorch", "2.1.0", "cuda118_py39h0a6d3b2_300", CF)
+NCCL = Package("nccl", "2.18.3.1", "h12f7317_0", CF)
+NUMPY = Package("numpy", "1.26.4", "py39h474f0d3_0", CF)
+REF = _env(TORCH, NCCL, NUMPY, source="A")
+
+
+def kinds(findings: list) -> list[tuple[str, str]]:  # type: ignore[type-arg]
+    return [(f.kind, f.subject) for f in findings]
+
+
+def test_identical_environments_have_no_findings() -> None:
+    assert drift.diff(REF, _env(NUMPY, NCCL, TORCH)) == []
+
+
+def test_build_differs_cuda_vs_cpu() -> None:
+    cpu = Package("pytorch", "2.1.0", "cpu_py39h6b5f3f5_0", CF)
+    (f,) = drift.diff(REF, _env(cpu, NCCL, NUMPY))
+    assert (f.kind, f.severity, f.subject) == ("build-differs", "error", "pytorch")
+    assert "cuda118" in words(f).expected and "cpu_" in words(f).actual
+
+
+def test_missing_extra_version_channel() -> None:
+    old_nccl = Package("nccl", "2.16.5.1", "h0800d71_0", CF)
+    numpy_other = Package("numpy", "1.26.4", "py39h474f0d3_0", "https://example.org/mirror")
+    extra = Package("zlib", "1.3", "0", CF)
+    found = drift.diff(REF, _env(old_nccl, numpy_other, extra))
+    assert kinds(found) == [
+        ("version-differs", "nccl"),
+        ("channel-differs", "numpy"),
+        ("missing", "pytorch"),
+        ("extra", "zlib"),
+    ]
+    assert {f.kind: f.severity for f in found}["extra"] == "warning"
+
+
+def test_pip_torch_shadowing_conda_pytorch() -> None:
+    pip_torch = Package("torch", "2.1.0", manager="pip")
+    found = drift.diff(REF, _env(TORCH, NCCL, NUMPY, pip_torch))
+    assert kinds(found) == [("pip-shadowing", "torch")]  # the conda builds themselves agree
+
+
+def test_manager_differs_without_builds() -> None:
+    found = drift.diff(REF, _env(TORCH, NCCL, Package("numpy", "1.26.4", manager="pip")))
+    assert kinds(found) == [("manager-differs", "numpy")]
+
+
+def test_no_builds_side_compares_versions_only() -> None:
+    nobuild = _env(
+        Package("pytorch", "2.1.0"), Package("nccl", "2.18.3.1"), Package("numpy", "1.26.4")
+    )
+    assert drift.diff(REF, nobuild) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [
+        ("https://conda.anaconda.org/conda-forge/linux-64", "conda-forge"),
+        ("https://conda.anaconda.org/pytorch", "pytorch"),
+        ("conda-forge", "conda-forge"),
+        ("file:///srv/channel/noarch", "file:///srv/channel"),
+        ("https://repo.anaconda.com/pkgs/main", "defaults"),
+    ],
+)
+def test_channel_names(url: str, name: str) -> None:
+    assert channel_name(url) == name
+
+
+def test_real_exports_parse_and_diff(shared_data: Path) -> None:
+    real = shared_data / "real"
+    breaching = envread.load(str(real / "breaching.env-export.yml"))
+    nobuilds = envread.load(str(real / "lanxiukai.env-export-nobuilds.yml"))
+    basenji = envread.load(str(real / "basenji.env-export.yml"))
+    assert sum(p.manager == "conda" for p in breaching.packages) == 278
+    assert sum(p.manager == "pip" for p in breaching.packages) == 39
+    assert sum(p.manager == "pip" for p in nobuilds.packages) == 26
+    assert all(p.build == "" for p in nobuilds.packages)
+    torch = {p.name: p for p in breaching.packages}["pytorch"]
+    assert torch.build == "py3.9_cuda11.3_cudnn8.2.0_0"
+    found = drift.diff(breaching, basenji)
+    assert ("missing", "pytorch") in kinds(found)
+    assert drift.diff(basenji, basenji) == []
+
+
+def test_lock_vs_its_own_export_shape(shared_data: Path) -> None:
+    lock = envread.load(str(shared_data / "real" / "drdmannturb.conda-lock.yml"), "linux-64")
+    assert {p.name: p for p in lock.packages}["pytorch"].channel == "conda-forge"
+    win = envread.load(str(shared_data / "real" / "drdmannturb.conda-lock.yml"), "win-64")
+    found = drift.diff(lock, win)
+    torch = [f for f in found if f.subject == "pytorch"]
+    assert torch and torch[0].kind == "version-differs"  # 2.4.0 cuda118 vs 2.3.0 cpu
+
+
+def test_unreadable_inputs(tmp_path: Path) -> None:
+    bad = tmp_path / "x.yml"
+    bad.write_text("name: x\ndependencies:\n  - numpy=1.2=a=b\n")
+    with pytest.raises(InputError, match=r"x\.yml:3: expected 'name=version\[=build\]'"):
+        envread.load(str(bad))
+    bad.write_text('{"packages": [1]}')
+    with pytest.raises(InputError, match="package #1"):
+        envread.load(str(bad))
+    bad.write_text("{nope")
+    with pytest.raises(InputError, match=r"x\.yml:1: invalid JSON"):
+        envread.load(str(bad))
+    bad.write_text("just: text\n")
+    with pytest.raises(InputError, match="not a conda-lock file"):
+        envread.load(str(bad))

@@ -1,0 +1,107 @@
+"""The verdict over a verify run: folding, reachability, one cause → one finding, no false
+majority."""
+
+from __future__ import annotations
+
+from test_gpu import facts
+
+from envtool.judge import gpu, verdict
+from envtool.judge.findings import Kind
+from envtool.models import Environment, Package
+from envtool.protocol.types import (
+    Failure,
+    HostReport,
+    Outcome,
+    Problem,
+    ProblemKind,
+)
+
+POLICY = verdict.Policy(gpu.GpuPolicy(min_gpus=8, locked_cuda="11.8"))
+LOCK = Environment(
+    "conda-lock.yml",
+    "lock",
+    (Package("pytorch", "2.1.0", "cuda118_0"), Package("nccl", "2.18.3.1", "h0")),
+)
+
+
+def _env(*pkgs: Package) -> Environment:
+    return Environment("x", "probe", pkgs)
+
+
+def test_decide_folds_identical_findings() -> None:
+    cpu = _env(Package("pytorch", "2.1.0", "cpu_0"), Package("nccl", "2.18.3.1", "h0"))
+    rs = [HostReport(h, env=cpu, facts=facts()) for h in ("gpu01", "gpu02")]
+    rs.append(HostReport("gpu03", Failure(Outcome.SSH_FAILED, "Connection refused", 255)))
+    found = verdict.decide(rs, LOCK, POLICY)
+    build = [f for f in found if f.kind is Kind.BUILD_DIFFERS]
+    assert len(build) == 1 and build[0].hosts == ("gpu01", "gpu02")
+    assert any(f.kind is Kind.UNREACHABLE and f.hosts == ("gpu03",) for f in found)
+
+
+def test_an_nccl_drift_is_one_finding_not_two() -> None:
+    """node3's nccl package differs from the lock; its NCCL runtime version differs from the
+    others for that very reason: one finding (the package), not a second "majority" one."""
+    good = _env(*LOCK.packages)
+    old = _env(LOCK.packages[0], Package("nccl", "2.16.5.1", "h1"))
+    rs = [
+        HostReport("node1", env=good, facts=facts()),
+        HostReport("node2", env=good, facts=facts()),
+        HostReport("node3", env=old, facts=facts(nccl="2.16.5")),
+    ]
+    found = verdict.decide(rs, LOCK, POLICY)
+    assert [(f.kind, f.subject, f.hosts) for f in found] == [
+        (Kind.VERSION_DIFFERS, "nccl", ("node3",))
+    ]
+
+
+def test_a_runtime_difference_without_a_package_cause_is_still_named() -> None:
+    good = _env(*LOCK.packages)
+    rs = [HostReport(h, env=good, facts=facts()) for h in ("node1", "node2")]
+    rs.append(HostReport("node3", env=good, facts=facts(nccl="2.16.5")))
+    found = verdict.decide(rs, LOCK, POLICY)
+    assert [(f.kind, f.subject, f.hosts) for f in found] == [
+        (Kind.VERSION_MISMATCH, "NCCL", ("node3",))
+    ]
+
+
+def test_two_nodes_that_differ_claim_no_majority() -> None:
+    numpy1, numpy2 = Package("numpy", "1.26.4", "0"), Package("numpy", "2.0.0", "0")
+    rs = [
+        HostReport("a", env=_env(*LOCK.packages, numpy1), facts=facts(env=())),
+        HostReport("b", env=_env(*LOCK.packages, numpy2), facts=facts(env=())),
+    ]
+    found = verdict.decide(rs, None, POLICY)
+    (f,) = [f for f in found if f.subject == "numpy"]
+    assert f.kind is Kind.DIFFERS_BETWEEN_NODES and f.hosts == ("a", "b")
+    assert f.spread == (("numpy=1.26.4=0", ("a",)), ("numpy=2.0.0=0", ("b",)))
+    rs.append(HostReport("c", env=_env(*LOCK.packages, numpy1), facts=facts(env=())))
+    (f,) = [f for f in verdict.decide(rs, None, POLICY) if f.subject == "numpy"]
+    assert (f.kind, f.expected, f.actual, f.hosts) == (
+        Kind.DIFFERS_FROM_MAJORITY,
+        "numpy=1.26.4=0",
+        "numpy=2.0.0=0",
+        ("b",),
+    )
+
+
+def test_env_missing_comes_from_the_exit_code_or_the_part_not_from_prose() -> None:
+    rs = [
+        HostReport("a", Failure(Outcome.ENV_MISSING, "whatever it says", 96, "/opt/env")),
+        HostReport("b", problems=(Problem("export", ProblemKind.ENV_MISSING, "anything", "/e"),)),
+        HostReport("c", problems=(Problem("export", ProblemKind.INCOMPLETE, "half", "/e"),)),
+    ]
+    found = {(f.kind, f.actual, f.hosts) for f in verdict.decide(rs, None, POLICY)}
+    assert (Kind.ENV_MISSING, "/opt/env", ("a",)) in found
+    assert (Kind.ENV_MISSING, "/e", ("b",)) in found
+    assert any(k is Kind.PROBE_FAILED and h == ("c",) for k, _, h in found)
+
+
+def test_cluster_allreduce_without_a_rank0_result() -> None:
+    from envtool.protocol.types import AllReduceResult
+
+    member = AllReduceResult("gloo", 0, member=True)
+    rs = [HostReport(h, facts=facts(), allreduce=member) for h in ("a", "b")]
+    policy = verdict.Policy(gpu.GpuPolicy(min_gpus=8), "cluster")
+    failed = [f for f in verdict.decide(rs, None, policy) if f.kind is Kind.ALLREDUCE_FAILED]
+    assert len(failed) == 1 and failed[0].hosts == ("a", "b")
+    assert failed[0].cause == gpu.CAUSE_NO_RANK0

@@ -1,0 +1,55 @@
+"""The verify report: JUnit counts per host and check, the words of findings, folding."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from envtool.judge import gpu, verdict
+from envtool.judge.findings import Check
+from envtool.models import Environment, Package
+from envtool.protocol.types import Failure, HostReport, NodeFacts, Outcome
+from envtool.report import junit
+from envtool.report import verify as report
+
+FACTS = NodeFacts(python="3.9.18", torch="2.1.0", cuda_available=True, device_count=8)
+
+
+def _verdict() -> verdict.Verdict:
+    lock = Environment(
+        "conda-lock.yml",
+        "lock",
+        (Package("pytorch", "2.1.0", "cuda118_0"), Package("nccl", "2.18.3.1", "h0")),
+    )
+    cpu = Environment(
+        "x", "probe", (Package("pytorch", "2.1.0", "cpu_0"), Package("nccl", "2.18.3.1", "h0"))
+    )
+    rs = [HostReport(h, env=cpu, facts=FACTS) for h in ("gpu01", "gpu02")]
+    rs.append(HostReport("gpu03", Failure(Outcome.SSH_FAILED, "Connection refused", 255)))
+    policy = verdict.Policy(gpu.GpuPolicy(min_gpus=8))
+    found = verdict.decide(rs, lock, policy)
+    return verdict.Verdict(tuple(rs), tuple(found), "conda-lock.yml", 1.0)
+
+
+def test_junit_counts_one_failure_per_host_and_check() -> None:
+    xml = ET.fromstring(junit.render(report.document(_verdict())))
+    suite = xml.find("testsuite")
+    assert suite is not None and suite.get("tests") == str(3 * len(Check))
+    assert suite.get("failures") == "3"  # build on gpu01 and gpu02, reachable on gpu03
+    failing = {
+        (c.get("classname"), c.get("name"))
+        for c in suite.iter("testcase")
+        if c.find("failure") is not None
+    }
+    assert failing == {("gpu01", "lock"), ("gpu02", "lock"), ("gpu03", "reachable")}
+
+
+def test_findings_are_worded_where_the_report_is_made() -> None:
+    doc = report.document(_verdict())
+    by_kind = {f.kind: f for f in doc.findings}
+    build = by_kind["build-differs"]
+    assert (build.expected, build.actual) == ("pytorch=2.1.0=cuda118_0", "pytorch=2.1.0=cpu_0")
+    assert build.hint == "install pytorch=2.1.0=cuda118_0" and build.hosts == ("gpu01", "gpu02")
+    unreachable = by_kind["unreachable"]
+    assert unreachable.actual == "ssh failed: Connection refused"
+    assert [h.error for h in doc.hosts] == [None, None, "ssh failed: Connection refused"]
+    assert doc.ok is False
