@@ -25,7 +25,6 @@ import json
 import os
 import socket
 import sys
-import tempfile
 import time
 from typing import Any
 
@@ -209,28 +208,11 @@ def _document(
 # ---------------------------------------------------------------- launcher side
 
 
-def _worker_argv(args: Any, out: str) -> list[str]:
+def _worker_args(args: Any) -> list[str]:
     return [
-        "-m",
-        "%s.allreduce" % __package__,  # torchrun -m: the workers import this module
-        "--worker",
-        "--out",
-        out,
-        "--deadline",
-        repr(time.time() + args.timeout),
-        "-b",
-        str(args.minbytes),
-        "-e",
-        str(args.maxbytes),
-        "-f",
-        str(args.stepfactor),
-        "-n",
-        str(args.iters),
-        "-w",
-        str(args.warmup_iters),
-        "--backend",
-        args.backend,
-    ]
+        "-b", str(args.minbytes), "-e", str(args.maxbytes), "-f", str(args.stepfactor),
+        "-n", str(args.iters), "-w", str(args.warmup_iters), "--backend", args.backend,
+    ]  # fmt: skip
 
 
 def _rendezvous(args: Any) -> list[str]:
@@ -254,53 +236,20 @@ def _rendezvous(args: Any) -> list[str]:
 
 
 def launch(args: Any) -> dict[str, Any]:
-    """Run torchrun --standalone with a deadline; return rank 0's document or an error one.
-
-    torchrun runs in its own session (a Ctrl-C in the node's terminal is not its business), so
-    a signal to this process's group would not reach it: SIGTERM raises Terminated here, and
-    unwinding stops torchrun, which stops its workers."""
+    """Run torchrun with a deadline; rank 0's document, a member's, or an error one."""
     gpus = torchrun.gpu_count()
     backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
     nproc = args.nproc or (gpus if backend == "nccl" else 2)
-    fd, out = tempfile.mkstemp(prefix="envtool-allreduce-", suffix=".json")
-    os.close(fd)
-    argv = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        *_rendezvous(args),
-        "--nproc-per-node",
-        str(nproc),
-        *_worker_argv(args, out),
-    ]
-    try:
-        code, output = torchrun.run_torchrun(argv, args.timeout)
-        if code is None:
-            return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
-        return _result(args, backend, nproc, code, output, out)
-    finally:
-        os.unlink(out)
-
-
-def _result(
-    args: Any, backend: str, nproc: int, returncode: int, output: str, out: str
-) -> dict[str, Any]:
-    """Rank 0's document from ``out``, or why there is none."""
-    with open(out, encoding="utf-8") as fh:
-        text = fh.read()
-    if returncode == 0 and not text and args.nnodes > 1:
-        return {
-            "schema": ALLREDUCE,
-            "backend": backend,
-            "nranks": 0,
-            "rows": [],
-            "member": True,
-        }  # rank 0 ran on another node, which reports the result
-    if returncode != 0 or not text:
-        why = torchrun.failure(output)
-        return _error(backend, nproc, "torchrun exited %d: %s" % (returncode, why))
-    doc: dict[str, Any] = json.loads(text)
-    return doc
+    module = "%s.allreduce" % __package__
+    text, why = torchrun.run_ranks(
+        _rendezvous(args), nproc, module, _worker_args(args), args.timeout
+    )
+    if text:
+        doc: dict[str, Any] = json.loads(text)
+        return doc
+    if not why and args.nnodes > 1:  # rank 0 ran on another node, which reports the result
+        return {"schema": ALLREDUCE, "backend": backend, "nranks": 0, "rows": [], "member": True}
+    return _error(backend, nproc, why or "torchrun exited 0 without a result")
 
 
 def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
@@ -310,15 +259,9 @@ def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """Launcher or worker, by ``--worker``."""
     args = build_parser().parse_args(argv)
-    if args.worker:
-        return worker(args)
-    try:
-        doc = launch(args)
-    except torchrun.Terminated:
-        sys.stderr.write("allreduce: terminated; torchrun and its workers stopped\n")
-        return 143
-    print(json.dumps(doc, sort_keys=True))
-    return 0 if not doc.get("error") else 1
+    return torchrun.main(
+        args, worker, launch, lambda why: _error(args.backend, args.nproc, why), "allreduce"
+    )
 
 
 if __name__ == "__main__":

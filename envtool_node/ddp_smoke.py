@@ -23,7 +23,6 @@ import gc
 import json
 import os
 import sys
-import tempfile
 import time
 from typing import Any
 
@@ -167,54 +166,22 @@ def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
 def launch(args: Any) -> dict[str, Any]:
     """torchrun --standalone with a deadline; rank 0's document, or an error document."""
     backend, nproc = _plan(args)
-    fd, out = tempfile.mkstemp(prefix="envtool-ddp-", suffix=".json")
-    os.close(fd)
-    argv = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc-per-node",
-        str(nproc),
-        "-m",
-        "%s.ddp_smoke" % __package__,  # torchrun -m: the workers import this module
-        "--worker",
-        "--out",
-        out,
-        "--deadline",
-        repr(time.time() + args.timeout),
-        "--backend",
-        backend,
-    ]
-    try:
-        code, output = torchrun.run_torchrun(argv, args.timeout)
-        if code is None:
-            return _error(backend, nproc, "no result within the %g s deadline" % args.timeout)
-        with open(out, encoding="utf-8") as fh:
-            text = fh.read()
-        if code != 0 or not text:
-            why = torchrun.failure(output)
-            return _error(backend, nproc, "torchrun exited %d: %s" % (code, why))
-        doc: dict[str, Any] = json.loads(text)
-        return doc
-    finally:
-        os.unlink(out)
+    module = "%s.ddp_smoke" % __package__
+    text, why = torchrun.run_ranks(
+        ["--standalone"], nproc, module, ["--backend", backend], args.timeout
+    )
+    if not text:
+        return _error(backend, nproc, why or "torchrun exited 0 without a result")
+    doc: dict[str, Any] = json.loads(text)
+    return doc
 
 
 def main(argv: list[str] | None = None) -> int:
     """Launcher or worker, by ``--worker``."""
     args = build_parser().parse_args(argv)
-    if args.worker:
-        return worker(args)
-    try:
-        doc = launch(args)
-    except Exception as exc:  # torch missing, torchrun not startable: data, not a traceback
-        doc = _error(args.backend, args.nproc, "%s: %s" % (type(exc).__name__, exc))
-    except torchrun.Terminated:  # SIGTERM: torchrun and its ranks were stopped
-        sys.stderr.write("ddp_smoke: terminated; torchrun and its workers stopped\n")
-        return 143
-    print(json.dumps(doc, sort_keys=True))
-    return 0 if doc.get("ok") else 1
+    return torchrun.main(
+        args, worker, launch, lambda why: _error(args.backend, args.nproc, why), "ddp_smoke"
+    )
 
 
 if __name__ == "__main__":

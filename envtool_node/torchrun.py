@@ -9,14 +9,16 @@ holds the package (on a node: the private temporary copy envtool unpacked).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 # The folder holding this package: the ranks' working directory, so ``-m envtool_node.X``
 # imports this very copy.
@@ -131,3 +133,57 @@ def failure(output: str) -> str:
             if re.match(pattern, line) and "ChildFailedError" not in line:
                 return line
     return lines[-1] if lines else "no output"
+
+
+def run_ranks(
+    rendezvous: list[str], nproc: int, module: str, worker_args: list[str], timeout: float
+) -> tuple[str, str]:
+    """torchrun ``-m module --worker`` on ``nproc`` ranks with a deadline: (rank 0's document
+    text, "") or ("", why there is none). ("", "") is a run that succeeded without writing
+    here (a multi-node run whose rank 0 was on another node).
+
+    torchrun runs in its own session (a Ctrl-C in the node's terminal is not its business), so
+    a signal to this process's group would not reach it: SIGTERM raises Terminated here, and
+    unwinding stops torchrun, which stops its workers."""
+    fd, out = tempfile.mkstemp(prefix="envtool-%s-" % module.rsplit(".", 1)[-1], suffix=".json")
+    os.close(fd)
+    argv = [
+        sys.executable, "-m", "torch.distributed.run", *rendezvous,
+        "--nproc-per-node", str(nproc),
+        "-m", module,  # the workers import this module from ROOT
+        "--worker", "--out", out, "--deadline", repr(time.time() + timeout), *worker_args,
+    ]  # fmt: skip
+    try:
+        code, output = run_torchrun(argv, timeout)
+        if code is None:
+            return "", "no result within the %g s deadline" % timeout
+        with open(out, encoding="utf-8") as fh:
+            text = fh.read()
+        if code != 0:
+            return "", "torchrun exited %d: %s" % (code, failure(output))
+        return text, ""
+    finally:
+        os.unlink(out)
+
+
+def main(
+    args: Any,
+    worker: Callable[[Any], int],
+    launch: Callable[[Any], dict[str, Any]],
+    failed: Callable[[str], dict[str, Any]],
+    name: str,
+) -> int:
+    """A launcher's main: a rank when ``--worker``, else rank 0's document (or ``failed``'s,
+    with the exception's one line) on stdout; 1 when it carries an error or ``ok`` false, 143
+    on SIGTERM (torchrun and its ranks stopped)."""
+    if args.worker:
+        return worker(args)
+    try:
+        doc = launch(args)
+    except Terminated:
+        sys.stderr.write("%s: terminated; torchrun and its workers stopped\n" % name)
+        return 143
+    except Exception as exc:  # torch missing, torchrun not startable: data, not a traceback
+        doc = failed("%s: %s" % (type(exc).__name__, str(exc).strip().split("\n")[0]))
+    print(json.dumps(doc, sort_keys=True))
+    return 1 if doc.get("error") or doc.get("ok") is False else 0

@@ -111,8 +111,8 @@ def format_rows(
     return "\n".join([*lines, *_footer(rows, avg_busbw, out_of_bounds, error)]) + "\n"
 
 
-def format_run(run: NcclRun) -> str:
-    """A parsed run laid out again in all_reduce_perf's layout."""
+def format_run(run: NcclRun, error: str = "") -> str:
+    """A run laid out (again) in all_reduce_perf's layout; ``error`` before the footer."""
     return format_rows(
         run.rows,
         run.param_map,
@@ -120,6 +120,7 @@ def format_run(run: NcclRun) -> str:
         nccl_version=run.nccl_version,
         avg_busbw=run.avg_busbw,
         out_of_bounds=run.out_of_bounds,
+        error=error,
     )
 
 
@@ -140,15 +141,7 @@ def run_of(ar: AllReduceResult, source: str) -> NcclRun:
 
 def format_allreduce(ar: AllReduceResult) -> str:
     """envtool's all-reduce in all_reduce_perf's layout, its error (if any) before the footer."""
-    run = run_of(ar, "envtool probe")
-    return format_rows(
-        run.rows,
-        run.param_map,
-        devices=run.devices,
-        avg_busbw=run.avg_busbw,
-        out_of_bounds=run.out_of_bounds,
-        error=ar.error,
-    )
+    return format_run(run_of(ar, "envtool probe"), ar.error)
 
 
 def size_text(n: float) -> str:

@@ -11,7 +11,6 @@ from envtool.errors import InputError
 from envtool.judge import packages as drift
 from envtool.models import Environment, Package
 from envtool.report.labels import words
-from envtool_node.channels import canonical_name as channel_name
 
 
 def _env(*pkgs: Package, source: str = "B") -> Environment:
@@ -70,20 +69,6 @@ def test_no_builds_side_compares_versions_only() -> None:
         Package("pytorch", "2.1.0"), Package("nccl", "2.18.3.1"), Package("numpy", "1.26.4")
     )
     assert drift.diff(REF, nobuild) == []
-
-
-@pytest.mark.parametrize(
-    ("url", "name"),
-    [
-        ("https://conda.anaconda.org/conda-forge/linux-64", "conda-forge"),
-        ("https://conda.anaconda.org/pytorch", "pytorch"),
-        ("conda-forge", "conda-forge"),
-        ("file:///srv/channel/noarch", "file:///srv/channel"),
-        ("https://repo.anaconda.com/pkgs/main", "defaults"),
-    ],
-)
-def test_channel_names(url: str, name: str) -> None:
-    assert channel_name(url) == name
 
 
 def test_real_exports_parse_and_diff(shared_data: Path) -> None:
