@@ -6,7 +6,6 @@ very code a node runs during verify.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from envtool import yamlio
 from envtool.errors import InputError
 from envtool.lock import lockfile
 from envtool.models import Environment, Package
-from envtool.protocol.documents import Malformed, read_export
+from envtool.protocol.documents import Malformed, read_export, read_export_text
 from envtool.yamlio import line_of
 from envtool_node.channels import canonical_name
 
@@ -114,18 +113,6 @@ def from_export_json(doc: Any, source: str) -> Environment:
         raise InputError(str(exc)) from None
 
 
-def _from_json_file(path: Path, text: str) -> Environment:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise InputError(f"{path}: JSON nested too deeply") from None
-    if isinstance(doc, dict) and isinstance(doc.get("export"), dict):
-        doc = doc["export"]  # a probe document that carries an export
-    return from_export_json(doc, str(path))
-
-
 def load(target: str, platform: str = "linux-64") -> Environment:
     """A lockfile, an export YAML, a probe JSON, or a prefix directory (exported live)."""
     path = Path(target)
@@ -133,7 +120,10 @@ def load(target: str, platform: str = "linux-64") -> Environment:
         return from_prefix(path)
     text = yamlio.read_text(path, "environment")
     if text.lstrip().startswith("{"):
-        return _from_json_file(path, text)
+        try:
+            return read_export_text(text, str(path))
+        except Malformed as exc:
+            raise InputError(str(exc)) from None
     doc = yamlio.loads(text, path)
     if isinstance(doc, dict) and "package" in doc and "version" in doc:
         return from_lock(lockfile.parse(text, path), str(path), platform)

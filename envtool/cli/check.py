@@ -4,11 +4,16 @@ allocation, from its job script) and ``doctor`` (this machine)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from envtool.cli import options as opt
 from envtool.cli.options import SECONDS, PathArg
+
+if TYPE_CHECKING:
+    from envtool.cluster.options import FanoutOptions
+    from envtool.commands.verify import VerifyArgs
 
 
 @click.command()
@@ -76,93 +81,63 @@ def verify(
     ssh_config: Path | None,
     ssh_option: tuple[str, ...],
     insecure_no_host_key_check: bool,
-    lockfile: Path,
-    prefix: str | None,
-    allreduce: str,
-    allreduce_args: str,
-    rdzv_endpoint: str,
-    min_gpus: int,
-    min_busbw: float | None,
-    baseline: Path | None,
-    timeout: float,
-    junit_file: Path | None,
     tolerance: float,
     fmt: str,
     output: Path | None,
+    **checks: Any,
 ) -> int:
     """Probe every node in parallel and report drift from the lock and from each other."""
     from envtool.cluster.options import FanoutOptions
     from envtool.commands import verify as command
 
+    c = opt.ClusterChecks.of(checks)
     slurm = tuple(f"--{k}={v}" for k, v in (("partition", partition), ("time", time_limit)) if v)
     fan = FanoutOptions(
         transport=transport,
         fanout=fanout,
         connect_timeout=connect_timeout,
-        timeout=timeout,
+        timeout=c.timeout,
         ssh_config=ssh_config,
         ssh_options=ssh_option,
         strict_host_keys=not insecure_no_host_key_check,
-        prefix=prefix,
+        prefix=c.prefix,
         docker_target=image or container or "",
         docker_run=image is not None,
         bundle_dir=bundle_dir,
         slurm_args=slurm,
     )
-    return command.run(
-        command.VerifyArgs(
-            hosts_spec,
-            None if no_lock else lockfile,
-            fan,
-            platform,
-            allreduce,
-            allreduce_args,
-            rdzv_endpoint,
-            min_gpus,
-            min_busbw,
-            baseline,
-            tolerance,
-            fmt,
-            output,
-            junit_file,
-        )
-    )
+    return command.run(_verify_args(c, hosts_spec, None if no_lock else c.lockfile, fan,
+                                    platform, tolerance, fmt, output))  # fmt: skip
+
+
+def _verify_args(
+    c: opt.ClusterChecks,
+    hosts_spec: str | None,
+    lock_path: Path | None,
+    fan: FanoutOptions,
+    platform: str = "linux-64",
+    tolerance: float = 0.10,
+    fmt: str = "table",
+    output: Path | None = None,
+) -> VerifyArgs:
+    from envtool.commands.verify import VerifyArgs
+
+    return VerifyArgs(
+        hosts_spec, lock_path, fan, platform, c.allreduce, c.allreduce_args, c.rdzv_endpoint,
+        c.min_gpus, c.min_busbw, c.baseline, tolerance, fmt, output, c.junit_file,
+    )  # fmt: skip
 
 
 @click.command()
 @opt.cluster_checks(allreduce="cluster", timeout=300.0)
-def preflight(
-    lockfile: Path,
-    prefix: str | None,
-    allreduce: str,
-    allreduce_args: str,
-    rdzv_endpoint: str,
-    min_gpus: int,
-    min_busbw: float | None,
-    baseline: Path | None,
-    timeout: float,
-    junit_file: Path | None,
-) -> int:
+def preflight(**checks: Any) -> int:
     """Check this Slurm allocation before training starts (put it at the top of a job script)."""
     from envtool.cluster.options import FanoutOptions
     from envtool.commands import preflight as command
-    from envtool.commands.verify import VerifyArgs
 
-    fan = FanoutOptions(transport="slurm", timeout=timeout, prefix=prefix)
-    return command.run(
-        VerifyArgs(
-            None,
-            lockfile,
-            fan,
-            allreduce=allreduce,
-            allreduce_args=allreduce_args,
-            rdzv_endpoint=rdzv_endpoint,
-            min_gpus=min_gpus,
-            min_busbw=min_busbw,
-            baseline=baseline,
-            junit=junit_file,
-        )
-    )
+    c = opt.ClusterChecks.of(checks)
+    fan = FanoutOptions(transport="slurm", timeout=c.timeout, prefix=c.prefix)
+    return command.run(_verify_args(c, None, c.lockfile, fan))
 
 
 @click.command()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -49,8 +50,30 @@ def plot() -> Callable[[F], F]:
     )
 
 
+@dataclass(frozen=True)
+class ClusterChecks:
+    """The values of the options ``cluster_checks`` declares."""
+
+    lockfile: Path
+    prefix: str | None
+    allreduce: str
+    allreduce_args: str
+    rdzv_endpoint: str
+    min_gpus: int
+    min_busbw: float | None
+    baseline: Path | None
+    timeout: float
+    junit_file: Path | None
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> ClusterChecks:
+        """From the keyword arguments click passes."""
+        return cls(**values)
+
+
 def cluster_checks(allreduce: str, timeout: float) -> Callable[[F], F]:
-    """What ``verify`` and ``preflight`` both take (their defaults differ)."""
+    """What ``verify`` and ``preflight`` both take (their defaults differ): the command gets
+    them as keyword arguments, read with ``ClusterChecks.of``."""
     return stack(
         lockfile,
         click.option(

@@ -156,12 +156,17 @@ def _hashes(path: Path, entry: Any, manager: str) -> tuple[str | None, str | Non
     return md5, sha
 
 
+def _mapping(path: Path, value: Any, known: set[str], what: str) -> None:
+    """``value`` is a mapping holding only ``known`` keys; else the file and line say why."""
+    if not isinstance(value, dict):
+        raise _fail(path, line_of(value), f"{what} must be a mapping")
+    for key in value:
+        if key not in known:
+            raise _fail(path, line_of(value, key), f"unknown {what} field '{key}'")
+
+
 def _package(path: Path, entry: Any) -> LockedPackage:
-    if not isinstance(entry, dict):
-        raise _fail(path, line_of(entry), "a package entry must be a mapping")
-    for key in entry:
-        if key not in _PKG_KEYS:
-            raise _fail(path, line_of(entry, key), f"unknown package field '{key}'")
+    _mapping(path, entry, _PKG_KEYS, "package")
     manager = _str(path, entry, "manager")
     if manager not in ("conda", "pip"):
         raise _fail(
@@ -197,11 +202,7 @@ def _channel_url(path: Path, item: Any) -> str:
 
 
 def _metadata(path: Path, meta: Any) -> LockMeta:
-    if not isinstance(meta, dict):
-        raise _fail(path, line_of(meta), "'metadata' must be a mapping")
-    for key in meta:
-        if key not in _META_KEYS:
-            raise _fail(path, line_of(meta, key), f"unknown metadata field '{key}'")
+    _mapping(path, meta, _META_KEYS, "metadata")
     hashes = meta.get("content_hash")
     if not isinstance(hashes, dict):
         raise _fail(

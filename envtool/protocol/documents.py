@@ -228,6 +228,19 @@ def read_export(value: Any, source: str) -> Environment:
     )
 
 
+def read_export_text(text: str, source: str) -> Environment:
+    """A JSON file holding an export, or a node/probe document that carries one."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise Malformed(f"{source}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise Malformed(f"{source}: JSON nested too deeply") from None
+    if isinstance(doc, dict) and isinstance(doc.get("export"), dict):
+        doc = doc["export"]  # a node or probe document that carries an export
+    return read_export(doc, source)
+
+
 def read_ddp(text: str, source: str) -> DdpSmoke:
     """envtool.ddp-smoke/1 → DdpSmoke."""
     doc = document(text, source, schemas.DDP_SMOKE)

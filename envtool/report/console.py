@@ -50,56 +50,51 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> 
     Console(width=max(160, shutil.get_terminal_size().columns)).print(grid)
 
 
-class Progress:
+class _Live:
+    """A rich live display on stderr (started and stopped with the block), or nothing."""
+
+    _live: Any = None
+
+    def __enter__(self) -> Any:
+        if self._live is not None:
+            self._live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._live is not None:
+            self._live.stop()
+
+
+class Progress(_Live):
     """A progress bar on stderr while hosts answer; silent when stderr is not a terminal."""
 
     def __init__(self, total: int) -> None:
-        self._bar: Any = None
         if sys.stderr.isatty() and total > 1:
             from rich.progress import Progress as RichProgress
 
-            self._bar = RichProgress(transient=True)
-            self._task = self._bar.add_task("probing hosts", total=total)
-
-    def __enter__(self) -> Progress:
-        if self._bar is not None:
-            self._bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._bar is not None:
-            self._bar.stop()
+            self._live = RichProgress(transient=True)
+            self._task = self._live.add_task("probing hosts", total=total)
 
     def done(self, _: object) -> None:
         """One host answered."""
-        if self._bar is not None:
-            self._bar.advance(self._task)
+        if self._live is not None:
+            self._live.advance(self._task)
 
 
-class BuildLog:
+class BuildLog(_Live):
     """The build log, streamed: the last line under a spinner on a terminal, else every line."""
 
     def __init__(self) -> None:
-        self._status: Any = None
         if sys.stderr.isatty():
             from rich.console import Console
 
-            self._status = Console(stderr=True).status("docker build")
-
-    def __enter__(self) -> BuildLog:
-        if self._status is not None:
-            self._status.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._status is not None:
-            self._status.stop()
+            self._live = Console(stderr=True).status("docker build")
 
     def line(self, text: str) -> None:
         """One line of the build's output."""
-        if self._status is not None:
+        if self._live is not None:
             from rich.text import Text
 
-            self._status.update(Text(f"docker build: {text[:100]}"))
+            self._live.update(Text(f"docker build: {text[:100]}"))
         else:
             click.echo(text, err=True)

@@ -10,6 +10,7 @@ import click
 from envtool.protocol import schemas
 from envtool.protocol.verify_report import finding_dict
 from envtool.report import console
+from envtool.report.verify import finding_entry
 
 if TYPE_CHECKING:
     from envtool.image import BuildResult
@@ -69,8 +70,6 @@ def export_document(doc: dict[str, Any], fmt: str) -> None:
 
 def diff_result(a: Environment, b: Environment, findings: list[Finding], fmt: str) -> None:
     """The differences between two environments."""
-    from envtool.report.verify import finding_entry
-
     entries = [finding_entry(f) for f in findings]
     if fmt == "json":
         console.echo_json(
