@@ -40,6 +40,16 @@ def channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_channel(tmp_path_factory.mktemp("channel"), realistic_packages())
 
 
+@pytest.fixture(scope="session")
+def python_channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same channel, its ``python`` package running this interpreter (a prefix whose
+    bin/python really runs: the node package can probe it)."""
+    import sys
+
+    root = tmp_path_factory.mktemp("python-channel")
+    return build_channel(root, realistic_packages(python_exe=sys.executable))
+
+
 VIRTUAL_CUDA = """\
 subdirs:
   linux-64:

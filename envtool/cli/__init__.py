@@ -42,7 +42,9 @@ def _register() -> None:
 
 
 def _fail(message: str, code: int) -> int:
-    click.echo(f"envtool: error: {message}", err=True)
+    from envtool.report.console import error
+
+    error(message)  # one line, whatever the message holds (report/text.py)
     return code
 
 

@@ -87,7 +87,8 @@ def node_script(options: FanoutOptions) -> str:
         f"exit {schemas.EXIT_NO_PYTHON}; }}; "
         f'[ -x "$py" ] || {{ {missing}; }}; '
         f'if command -v timeout >/dev/null 2>&1; then t="timeout -k 5 {limit}"; else t=; fi; '
-        'p=$(cd "$(dirname "$py")/.." && pwd); '
+        # absolute paths: the package runs from the temp dir, a relative --prefix must not move
+        'b=$(cd "$(dirname "$py")" && pwd) && py="$b/${py##*/}"; p=$(cd "$b/.." && pwd); '
         f'(cd "$d" && exec $t "$py" -B -m envtool_node --prefix "$p" {args}) & k=$!; '
         f"{_WATCHDOG}"
         'wait "$k"; r=$?; k=; exit "$r"'

@@ -27,6 +27,7 @@ from envtool.protocol.types import (
 from envtool_node.channels import canonical_name
 
 MAX_DEVICES, MAX_ENV, MAX_NOTES, MAX_ROWS, MAX_PACKAGES = 64, 200, 20, 4096, 100_000
+MAX_INT = 2**62  # a count, size or time beyond this is no measurement
 _PARAMS = ("minbytes", "maxbytes", "stepfactor", "iters", "warmup_iters")
 
 
@@ -53,6 +54,8 @@ def document(text: str, source: str, schema: str) -> dict[str, Any]:
         raise Unreadable(source, f"probe printed no valid JSON ({exc.msg}): {head!r}") from None
     except RecursionError:
         raise Unreadable(source, "probe printed JSON nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4300 digits
+        raise Unreadable(source, f"probe printed no valid JSON ({str(exc)[:80]})") from None
     if not isinstance(doc, dict) or doc.get("schema") != schema:
         raise Unreadable(source, f"not a {schema} document")
     return doc
@@ -71,6 +74,8 @@ def _int(doc: dict[str, Any], key: str, default: int | None = None) -> int:
     value = doc.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool):
         raise Malformed(f"'{key}' must be an integer")
+    if abs(value) > MAX_INT:
+        raise Malformed(f"'{key}' is out of range")
     return value
 
 
@@ -83,10 +88,10 @@ def _count(doc: dict[str, Any], key: str, default: int | None = None) -> int:
 
 def _number(doc: dict[str, Any], key: str) -> float:
     value = doc.get(key)
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-        raise Malformed(f"'{key}' must be a finite number")
-    if value < 0:
-        raise Malformed(f"'{key}' must not be negative")
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise Malformed(f"'{key}' must be a number")
+    if not (0 <= value <= MAX_INT) or (isinstance(value, float) and not math.isfinite(value)):
+        raise Malformed(f"'{key}' must be a finite number from 0 to 2**62")
     return float(value)
 
 
@@ -107,11 +112,12 @@ def _list(value: Any, what: str) -> list[Any]:
 def _device(item: Any) -> Device:
     doc = _mapping(item, "a device entry")
     memory = doc.get("total_memory")
+    sane = isinstance(memory, int) and not isinstance(memory, bool) and 0 <= memory <= MAX_INT
     return Device(
         _int(doc, "index"),
         _text(doc, "name") or "",
         _text(doc, "capability") or "",
-        memory if isinstance(memory, int) and not isinstance(memory, bool) else 0,
+        memory if sane and isinstance(memory, int) else 0,
         _text(doc, "uuid") or "",
     )
 
@@ -153,12 +159,17 @@ def _row(value: Any) -> NcclRow:
     return NcclRow(
         _count(doc, "size"),
         _count(doc, "count"),
-        _text(doc, "type", 20) or "float",
-        _text(doc, "redop", 20) or "sum",
+        _word(_text(doc, "type", 20) or "float"),
+        _word(_text(doc, "redop", 20) or "sum"),
         _int(doc, "root", -1),
         _placement(doc.get("oop")),
         _placement(doc.get("ip")),
     )
+
+
+def _word(text: str) -> str:
+    """One token of a text layout: whitespace inside becomes ``_``."""
+    return "_".join(text.split()) or "?"
 
 
 def _rank(value: Any) -> NcclDevice:
@@ -167,7 +178,7 @@ def _rank(value: Any) -> NcclDevice:
         _count(doc, "rank"),
         0,
         _count(doc, "pid", 0),
-        _text(doc, "host", 100) or "?",
+        _word(_text(doc, "host", 100) or "?"),
         _count(doc, "device", 0),
         _text(doc, "bus", 40) or "-",
         _text(doc, "name", 100) or "?",
@@ -286,7 +297,7 @@ def _part(doc: dict[str, Any], key: str, read: Any, problems: list[Problem]) -> 
         return None
     try:
         return read(value)
-    except (Malformed, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:  # Malformed, and the rest
         problems.append(Problem(key, ProblemKind.MALFORMED, str(exc)[:200]))
         return None
 

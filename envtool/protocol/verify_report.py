@@ -106,7 +106,7 @@ def finding_dict(entry: FindingEntry) -> dict[str, Any]:
 def dumps(doc: VerifyDocument) -> str:
     """The report's JSON text (keys sorted, two-space indent, a final newline)."""
     body = {"schema": schemas.VERIFY, **_plain(doc)}
-    return json.dumps(body, indent=2, sort_keys=True) + "\n"
+    return json.dumps(body, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
 class _Bad(ValueError):
@@ -202,7 +202,7 @@ def loads(text: str, source: str) -> VerifyDocument:
     """Read a report back; InputError naming ``source`` when it is not a verify/1 report."""
     try:
         doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # JSONDecodeError, or an integer too long to read
         raise InputError(f"{source}: not an envtool verify JSON report") from None
     if not isinstance(doc, dict) or doc.get("schema") != schemas.VERIFY:
         raise InputError(f"{source}: not an envtool verify JSON report (schema {schemas.VERIFY})")

@@ -15,15 +15,17 @@ from typing import Any
 
 import click
 
+from envtool.report.text import visible
+
 
 def error(message: str) -> None:
-    """One line on stderr: ``envtool: error: ...``."""
-    click.echo(f"envtool: error: {message}", err=True)
+    """One line on stderr: ``envtool: error: ...`` (whatever the message holds, one line)."""
+    click.echo(f"envtool: error: {visible(message)}", err=True)
 
 
 def notice(message: str) -> None:
     """One line for the user on stderr (stdout stays the report)."""
-    click.echo(message, err=True)
+    click.echo(visible(message), err=True)
 
 
 def wrote(path: Path) -> None:
@@ -33,7 +35,7 @@ def wrote(path: Path) -> None:
 
 def echo_json(doc: object) -> None:
     """A JSON document on stdout (keys sorted, two-space indent)."""
-    click.echo(json.dumps(doc, indent=2, sort_keys=True))
+    click.echo(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False))
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
@@ -42,11 +44,11 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> 
     from rich.table import Table
     from rich.text import Text
 
-    grid = Table(title=Text(title), title_justify="left", show_lines=False)
+    grid = Table(title=Text(visible(title)), title_justify="left", show_lines=False)
     for i, column in enumerate(columns):
         grid.add_column(column, overflow="fold", no_wrap=i < 3)
     for row in rows:
-        grid.add_row(*(Text(cell) for cell in row))
+        grid.add_row(*(Text(visible(cell)) for cell in row))
     Console(width=max(160, shutil.get_terminal_size().columns)).print(grid)
 
 
@@ -95,6 +97,6 @@ class BuildLog(_Live):
         if self._live is not None:
             from rich.text import Text
 
-            self._live.update(Text(f"docker build: {text[:100]}"))
+            self._live.update(Text(visible(f"docker build: {text[:100]}")))
         else:
-            click.echo(text, err=True)
+            click.echo(visible(text), err=True)

@@ -10,6 +10,7 @@ import click
 
 from envtool.doctor.steps import FAIL, PASS, SKIP, WARN, Step
 from envtool.protocol.schemas import DOCTOR
+from envtool.report.text import visible
 
 MARKS = {PASS: "✓", FAIL: "✗", WARN: "!", SKIP: "-"}
 COLOURS = {PASS: "green", FAIL: "red", WARN: "yellow", SKIP: "bright_black"}
@@ -37,9 +38,9 @@ class DoctorReport:
         if self.fmt != "text":
             return
         mark = click.style(_mark(step.status), fg=COLOURS[step.status], bold=True)
-        click.echo(f"{mark} {step.name:<12} {step.summary}")
+        click.echo(f"{mark} {step.name:<12} {visible(step.summary)}")
         if step.fix and step.status in (FAIL, WARN):
-            click.echo(f"  {'':<12} fix: {step.fix}")
+            click.echo(f"  {'':<12} fix: {visible(step.fix)}")
 
     def offer_install(self, prefix: Path) -> bool:
         """Ask on a terminal whether to install the missing environment; never elsewhere."""

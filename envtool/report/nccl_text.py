@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from envtool.nccl.model import NcclDevice, NcclResult, NcclRow, NcclRun, nccl_avg_busbw
 from envtool.nccl.parse import INT_RE, NO_COLON, PARAM_KEYS
 from envtool.protocol.types import AllReduceResult
+from envtool.report.text import visible
 
 _COLUMNS = (
     "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "  # noqa: UP031
@@ -75,7 +76,7 @@ def _param_line(rows: Sequence[NcclRow], header: Mapping[str, object]) -> str:
 def _device_line(d: NcclDevice) -> str:
     return (
         f"#  Rank {d.rank:2d} Group {d.group:2d} Pid {d.pid:6d} on {_token('host', d.host):>10}"
-        f" device {d.device:2d} [{d.bus}] {d.name}"
+        f" device {d.device:2d} [{visible(d.bus)}] {visible(d.name)}"
     )
 
 

@@ -15,6 +15,7 @@ from envtool.protocol import verify_report as vr
 from envtool.protocol.types import HostReport
 from envtool.report import console, junit
 from envtool.report.labels import failure_text, problem_text, words
+from envtool.report.text import visible, visible_all
 
 
 def nodeset(hosts: Sequence[str]) -> str:
@@ -28,21 +29,28 @@ def nodeset(hosts: Sequence[str]) -> str:
 
 
 def finding_entry(f: Finding) -> vr.FindingEntry:
-    """A finding worded for a report."""
+    """A finding worded for a report (every string shown as text, see report/text.py)."""
     w = words(f, nodeset)
     return vr.FindingEntry(
-        f.kind.value, f.severity.value, f.subject, w.expected, w.actual, w.fix, f.hosts
-    )
+        f.kind.value, f.severity.value, visible(f.subject), visible(w.expected),
+        visible(w.actual), visible(w.fix), visible_all(f.hosts),
+    )  # fmt: skip
+
+
+def _maybe(text: str | None) -> str | None:
+    return None if text is None else visible(text)
 
 
 def _facts(r: HostReport) -> vr.FactsEntry | None:
     f = r.facts
     if f is None:
         return None
-    devices = tuple(d.name for d in f.devices)
+    devices = visible_all([d.name for d in f.devices])
+    env = tuple((visible(k), visible(v)) for k, v in f.env)
     return vr.FactsEntry(
-        f.hostname, f.python, f.torch, f.cuda, f.cuda_available, f.device_count, devices,
-        f.driver, f.cudnn, f.nccl, f.env, f.notes,
+        visible(f.hostname), visible(f.python), _maybe(f.torch), _maybe(f.cuda),
+        f.cuda_available, f.device_count, devices, _maybe(f.driver), _maybe(f.cudnn),
+        _maybe(f.nccl), env, visible_all(f.notes),
     )  # fmt: skip
 
 
@@ -50,17 +58,18 @@ def _allreduce(r: HostReport) -> vr.AllReduceEntry | None:
     ar = r.allreduce
     if ar is None:
         return None
-    return vr.AllReduceEntry(ar.backend, ar.nranks, ar.peak_busbw, ar.wrong_total, ar.error or None)
+    error = visible(ar.error) if ar.error else None
+    return vr.AllReduceEntry(visible(ar.backend), ar.nranks, ar.peak_busbw, ar.wrong_total, error)
 
 
 def host_entry(r: HostReport) -> vr.HostEntry:
     """One host as the report shows it."""
     return vr.HostEntry(
-        r.host,
+        visible(r.host),
         r.ok,
-        failure_text(r.failure) if r.failure is not None else None,
+        visible(failure_text(r.failure)) if r.failure is not None else None,
         round(r.seconds, 3),
-        tuple(problem_text(p) for p in r.problems),
+        tuple(visible(problem_text(p)) for p in r.problems),
         len(r.env.packages) if r.env else None,
         _facts(r),
         _allreduce(r),
@@ -104,6 +113,6 @@ def show(verdict: Verdict, fmt: str, output: Path | None) -> None:
     rows = []
     for f in ordered(verdict.findings):
         e = finding_entry(f)
-        rows.append([nodeset(f.hosts), e.severity, e.kind, e.subject, e.expected, e.actual, e.hint])
+        rows.append([nodeset(e.hosts), e.severity, e.kind, e.subject, e.expected, e.actual, e.hint])
     columns = ["hosts", "severity", "kind", "subject", "expected", "actual", "fix"]
     console.table(summary, columns, rows)
