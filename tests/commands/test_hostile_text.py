@@ -21,12 +21,9 @@ SCREEN = "zz\x1b[2J\x1b[3J\x1b[H all good\x1b[8m"
 def _record(prefix: Path, name: str, version: str, build: str = "0") -> None:
     """A conda-meta record conda itself would read (its file name matches its fields)."""
     meta = prefix / "conda-meta"
-    data = {"name": name, "version": version, "build": build, "build_number": 0,
-            "channel": "https://conda.anaconda.org/conda-forge", "depends": [], "files": []}  # fmt: skip
-    path = meta / f"{name}-{version}-{build}.json".encode("utf-8", "surrogateescape").decode(
-        "utf-8", "surrogateescape"
-    )
-    path.write_text(json.dumps(data))
+    data = {"name": name, "version": version, "build": build, "build_number": 0, "depends": [],
+            "channel": "https://conda.anaconda.org/conda-forge", "files": []}  # fmt: skip
+    (meta / f"{name}-{version}-{build}.json").write_text(json.dumps(data))
 
 
 @pytest.fixture
