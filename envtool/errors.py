@@ -44,6 +44,13 @@ class InstallError(EnvtoolError):
     exit_code = EXIT_PROBLEMS
 
 
+class ResourceError(EnvtoolError):
+    """envtool itself ran out of file descriptors, memory or processes (exit 1): its own
+    limit, never a node's verdict; the message says what to lower or raise."""
+
+    exit_code = EXIT_PROBLEMS
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM (scancel, kill, a CI timeout): stopped and cleaned up as Ctrl-C is (exit 143)."""
 

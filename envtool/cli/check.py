@@ -44,9 +44,7 @@ if TYPE_CHECKING:
 @click.option(
     "--fanout",
     type=click.IntRange(min=1),
-    default=64,
-    show_default=True,
-    help="Hosts probed at once.",
+    help="Hosts probed at once (default: 64, or fewer where ulimit -n says so).",
 )
 @click.option("--connect-timeout", type=SECONDS, default=10.0, show_default=True)
 @click.option("-F", "--ssh-config", type=PathArg, help="ssh configuration file.")
@@ -76,7 +74,7 @@ def verify(
     time_limit: str | None,
     image: str | None,
     container: str | None,
-    fanout: int,
+    fanout: int | None,
     connect_timeout: float,
     ssh_config: Path | None,
     ssh_option: tuple[str, ...],
@@ -94,7 +92,7 @@ def verify(
     slurm = tuple(f"--{k}={v}" for k, v in (("partition", partition), ("time", time_limit)) if v)
     fan = FanoutOptions(
         transport=transport,
-        fanout=fanout,
+        fanout=fanout or 0,
         connect_timeout=connect_timeout,
         timeout=c.timeout,
         ssh_config=ssh_config,

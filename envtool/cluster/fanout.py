@@ -7,6 +7,7 @@ raw ``Answer`` (exit code and streams); protocol/answers.py says what it means.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -36,6 +37,39 @@ def _one(host: Host, options: FanoutOptions, bundle: bytes) -> Answer:
     return Answer(host.target, result.returncode, result.stdout, result.stderr, seconds)
 
 
+DEFAULT_FANOUT = 64  # as clush
+FILES_PER_HOST = 4  # a running transport holds its three pipes here, and one more in passing
+RESERVED_FILES = 64  # envtool's own: modules, sockets, the terminal
+
+
+def fd_budget() -> int:
+    """How many hosts can run at once within this process's open-files limit; the soft limit
+    is raised to the hard one first (allowed without privileges)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+    return max(1, (soft - RESERVED_FILES) // FILES_PER_HOST)
+
+
+def effective_fanout(requested: int) -> int:
+    """``--fanout`` (0: the default, 64 or what the open-files limit allows); a request the
+    limit cannot hold is refused before anything starts."""
+    budget = fd_budget()
+    if requested == 0:
+        return min(DEFAULT_FANOUT, budget)
+    if requested > budget:
+        raise InputError(
+            f"--fanout {requested} needs about {requested * FILES_PER_HOST} open files and "
+            f"ulimit -n is {proc.open_files_limit()}: use --fanout {budget} or less, or raise "
+            "ulimit -n"
+        )
+    return requested
+
+
 def run_all(
     hosts: Sequence[Host],
     options: FanoutOptions,
@@ -43,10 +77,11 @@ def run_all(
     on_done: Callable[[Answer], None] | None = None,
 ) -> list[Answer]:
     """Run the bundle on every host, ``fanout`` at a time; answers in the hosts' order."""
-    if options.fanout < 1:
+    if options.fanout < 0:
         raise InputError("--fanout must be at least 1")
+    width = effective_fanout(options.fanout)
     answers: dict[Host, Answer] = {}
-    pool = ThreadPoolExecutor(max_workers=min(options.fanout, max(1, len(hosts))))
+    pool = ThreadPoolExecutor(max_workers=min(width, max(1, len(hosts))))
     try:
         futures = {pool.submit(_one, h, options, bundle): h for h in hosts}
         for future in as_completed(futures):

@@ -13,7 +13,7 @@ class FanoutOptions:
     """How to reach the hosts and how long to wait."""
 
     transport: str = "ssh"
-    fanout: int = 64
+    fanout: int = 0  # hosts at once; 0: 64, or less where the open-files limit says so
     connect_timeout: float = 10.0
     timeout: float = 120.0
     ssh_config: Path | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import subprocess
@@ -11,7 +12,10 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from envtool.errors import ToolError
+from envtool.errors import ResourceError, ToolError
+
+# What a process start fails with when envtool itself is out of a resource (not the command).
+RESOURCE_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN)
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,22 @@ class ProcessError(ToolError):
     def __init__(self, message: str, result: Result | None = None) -> None:
         super().__init__(message)
         self.result = result
+
+
+def open_files_limit() -> int:
+    """The soft limit on this process's open files (``ulimit -n``)."""
+    import resource
+
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def resource_error(command: str, exc: OSError) -> ResourceError:
+    """envtool's own error for a start that failed for want of a resource, with the fix."""
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        fix = f"ulimit -n is {open_files_limit()}: lower --fanout, or raise ulimit -n"
+    else:
+        fix = "this machine is out of memory or processes: lower --fanout"
+    return ResourceError(f"cannot start {command}: {exc.strerror}; {fix}")
 
 
 def _last_line(text: str) -> str:
@@ -61,6 +81,8 @@ def run(
                 start_new_session=True,
             )
         except OSError as exc:
+            if exc.errno in RESOURCE_ERRNOS:
+                raise resource_error(args[0], exc) from None
             raise ProcessError(f"cannot run {args[0]}: {exc.strerror}") from None
         with _LOCK:
             _ACTIVE.add(proc)

@@ -7,7 +7,8 @@ python) that differs on a host whose package for it already differs is not repor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from envtool.judge import consensus, gpu, packages
 from envtool.judge.findings import Check, Finding, Kind, Severity, fold
@@ -35,20 +36,38 @@ class Policy:
     allreduce: str = "off"  # off | node | cluster
 
 
+HOST = "<host>"  # a host's own name in its messages: findings then fold across hosts
+
+
+def _without_name(text: str, host: str) -> str:
+    """``text`` with the host's name (and ``user@name``) replaced by ``<host>``, as a whole
+    word (host ``n1`` leaves ``n10`` alone)."""
+    for name in dict.fromkeys((host, host.rpartition("@")[2])):
+        text = re.sub(rf"(?<![\w.@-]){re.escape(name)}(?![\w-])", HOST, text)
+    return text
+
+
 def _reachability(r: HostReport) -> list[Finding]:
-    hosts = (r.host,)
-    out = []
+    hosts, out = (r.host,), []
     if r.failure is not None:
-        if r.failure.outcome is Outcome.ENV_MISSING:
+        failure = replace(
+            r.failure,
+            detail=_without_name(r.failure.detail, r.host),
+            prefix=_without_name(r.failure.prefix, r.host),
+        )
+        if failure.outcome is Outcome.ENV_MISSING:
             out.append(
-                Finding(Kind.ENV_MISSING, Severity.ERROR, "environment", actual=r.failure.prefix,
-                        hosts=hosts, failure=r.failure)
+                Finding(Kind.ENV_MISSING, Severity.ERROR, "environment", actual=failure.prefix,
+                        hosts=hosts, failure=failure)
             )  # fmt: skip
         else:
             out.append(
-                Finding(Kind.UNREACHABLE, Severity.ERROR, "host", hosts=hosts, failure=r.failure)
+                Finding(Kind.UNREACHABLE, Severity.ERROR, "host", hosts=hosts, failure=failure)
             )
     for p in r.problems:
+        p = replace(
+            p, detail=_without_name(p.detail, r.host), prefix=_without_name(p.prefix, r.host)
+        )
         if p.kind is ProblemKind.ENV_MISSING:
             out.append(
                 Finding(Kind.ENV_MISSING, Severity.ERROR, "environment", actual=p.prefix,

@@ -17,7 +17,9 @@ from fixtures import faulty, sshnodes
 from envtool.cli import main
 
 TIMEOUT, CONNECT = 8, 2
-DEADLINE = TIMEOUT + CONNECT + 5  # remote.py: per-host deadline = timeout + connect + 5 s grace
+DEADLINE = (
+    TIMEOUT + CONNECT + 5
+)  # cluster/fanout.py: per-host deadline = timeout + connect + 5 s grace
 
 
 @pytest.fixture(scope="module")
