@@ -42,22 +42,49 @@ def line_of(container: object, key: object = None) -> int:
     return getattr(container, "line", 0)
 
 
-def _build(node: yaml.Node, constructor: Any) -> Any:
+MAX_NODES = 500_000  # values in a document, each alias counted as used (a 460 KB lock: 33,000)
+MAX_DEPTH = 64  # nesting
+MAX_TEXT = 64 * 2**20  # bytes in any file envtool reads
+
+
+class _TooBig(Exception):
+    def __init__(self, why: str, node: yaml.Node) -> None:
+        super().__init__(why)
+        self.why, self.node = why, node
+
+
+class _Budget:
+    """How many more values a document may build (a YAML alias bomb stops here)."""
+
+    def __init__(self) -> None:
+        self.left = MAX_NODES
+
+    def spend(self, node: yaml.Node, depth: int) -> None:
+        self.left -= 1
+        if self.left < 0:
+            why = f"more than {MAX_NODES} values once its aliases are expanded"
+            raise _TooBig(why, node)
+        if depth > MAX_DEPTH:
+            raise _TooBig(f"nested deeper than {MAX_DEPTH} levels", node)
+
+
+def _build(node: yaml.Node, constructor: Any, budget: _Budget, depth: int = 0) -> Any:
+    budget.spend(node, depth)
     if isinstance(node, yaml.MappingNode):
         out = LineDict()
         out.line = node.start_mark.line + 1
         out.key_lines = {}
         for key_node, value_node in node.value:
-            key = _build(key_node, constructor)
+            key = _build(key_node, constructor, budget, depth + 1)
             if isinstance(key, (dict, list)):
                 raise yaml.constructor.ConstructorError(
                     None, None, "a mapping key must be a scalar", key_node.start_mark
                 )
-            out[key] = _build(value_node, constructor)
+            out[key] = _build(value_node, constructor, budget, depth + 1)
             out.key_lines[key] = key_node.start_mark.line + 1
         return out
     if isinstance(node, yaml.SequenceNode):
-        seq = LineList(_build(item, constructor) for item in node.value)
+        seq = LineList(_build(item, constructor, budget, depth + 1) for item in node.value)
         seq.line = node.start_mark.line + 1
         seq.item_lines = [item.start_mark.line + 1 for item in node.value]
         return seq
@@ -69,7 +96,9 @@ def loads(text: str, path: object) -> Any:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
-        return None if node is None else _build(node, loader)
+        return None if node is None else _build(node, loader, _Budget())
+    except _TooBig as exc:
+        raise InputError(f"{path}:{exc.node.start_mark.line + 1}: YAML {exc.why}") from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else 0
@@ -81,10 +110,15 @@ def loads(text: str, path: object) -> Any:
         loader.dispose()
 
 
-def read_text(path: Path, what: str) -> str:
-    """Read a UTF-8 text file; a missing, unreadable or non-UTF-8 file is an InputError."""
+def read_text(path: Path, what: str, limit: int = MAX_TEXT) -> str:
+    """Read a UTF-8 text file of at most ``limit`` bytes (counted while reading, so a device
+    or a pipe cannot feed it forever); anything else is an InputError naming the file."""
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as fh:
+            data = fh.read(limit + 1)
+        if len(data) > limit:
+            raise InputError(f"{path}: {what} is larger than {limit} bytes")
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: {what} not found") from None
     except IsADirectoryError:

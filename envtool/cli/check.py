@@ -47,6 +47,14 @@ if TYPE_CHECKING:
     help="Hosts probed at once (default: 64, or fewer where ulimit -n says so).",
 )
 @click.option("--connect-timeout", type=SECONDS, default=10.0, show_default=True)
+@click.option(
+    "--max-output",
+    callback=opt.size,
+    metavar="SIZE",
+    default="16M",
+    show_default=True,
+    help="Bytes read from a node's stdout (and a 16th of it from stderr) before it is stopped.",
+)
 @click.option("-F", "--ssh-config", type=PathArg, help="ssh configuration file.")
 @click.option("--ssh-option", multiple=True, metavar="KEY=VALUE", help="Extra ssh -o option.")
 @click.option(
@@ -76,6 +84,7 @@ def verify(
     container: str | None,
     fanout: int | None,
     connect_timeout: float,
+    max_output: int,
     ssh_config: Path | None,
     ssh_option: tuple[str, ...],
     insecure_no_host_key_check: bool,
@@ -103,6 +112,8 @@ def verify(
         docker_run=image is not None,
         bundle_dir=bundle_dir,
         slurm_args=slurm,
+        max_output=max_output,
+        max_stderr=max(64 * 1024, max_output // 16),
     )
     return command.run(_verify_args(c, hosts_spec, None if no_lock else c.lockfile, fan,
                                     platform, tolerance, fmt, output))  # fmt: skip

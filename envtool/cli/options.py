@@ -30,6 +30,19 @@ def stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+def size(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """Callback: a byte count ``8``, ``64K``, ``16M``, ``1G`` (powers of two, as nccl-tests')."""
+    from envtool_node.perf import parse_size
+
+    try:
+        count = parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+    if count < 1:
+        raise click.BadParameter("must be at least 1 byte", ctx, param)
+    return count
+
+
 lockfile = click.option(
     "--lockfile", type=PathArg, default=Path("conda-lock.yml"), show_default=True
 )

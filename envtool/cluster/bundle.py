@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 
 from envtool.cluster import proc
+from envtool.cluster.options import MAX_OUTPUT, MAX_STDERR
 from envtool.errors import EnvtoolError, InputError
 
 PACKAGE = "envtool_node"
@@ -95,4 +96,5 @@ def run_module(
     python = python_for(prefix)
     with staged() as root:
         argv = [python, "-B", "-m", f"{PACKAGE}.{module}", *args]
-        return proc.run(argv, timeout=timeout, cwd=str(root), check=check)
+        limits = (MAX_OUTPUT, MAX_STDERR)
+        return proc.run(argv, timeout=timeout, cwd=str(root), check=check, limits=limits)

@@ -23,8 +23,11 @@ from envtool.protocol.types import Answer, Outcome
 def _one(host: Host, options: FanoutOptions, bundle: bytes) -> Answer:
     start = time.monotonic()
     deadline = options.timeout + options.connect_timeout + 5.0
+    limits = (options.max_output, options.max_stderr)
     try:
-        result = proc.run(argv_for(host, options), input=bundle, timeout=deadline, check=False)
+        result = proc.run(
+            argv_for(host, options), input=bundle, timeout=deadline, check=False, limits=limits
+        )
     except proc.ProcessError as exc:  # past the deadline (stopped), or it never started
         out = exc.result
         outcome = Outcome.TIMED_OUT if out is not None else Outcome.CANNOT_START
@@ -34,6 +37,10 @@ def _one(host: Host, options: FanoutOptions, bundle: bytes) -> Answer:
             outcome, str(exc),
         )  # fmt: skip
     seconds = time.monotonic() - start
+    if result.overflow:
+        limit = dict(zip(("stdout", "stderr"), limits, strict=True))[result.overflow]
+        why = f"printed more than {limit} bytes on {result.overflow}: stopped (--max-output)"
+        return Answer(host.target, None, "", "", seconds, Outcome.OVERSIZED, why)
     return Answer(host.target, result.returncode, result.stdout, result.stderr, seconds)
 
 

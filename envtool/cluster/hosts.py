@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envtool.errors import InputError
+from envtool.yamlio import read_text
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _USER = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]*$")
 _EXPR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._,\[\]-]*$")
 _MAX_NAME = 253
 _MAX_HOSTS = 100_000
+MAX_TEXT = 16 * 2**20  # a hosts list: 100,000 names of 253 characters fit
 
 
 @dataclass(frozen=True)
@@ -62,12 +64,42 @@ def check_name(name: str, origin: str) -> str:
     return name
 
 
+def _range_size(text: str) -> int:
+    """How many numbers ``01-16,20,30-40/2`` names (0 when it is not a range list)."""
+    total = 0
+    for item in text.split(","):
+        span, _, step = item.partition("/")
+        low, _, high = span.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()) or (step and not step.isdigit()):
+            return 0
+        count = int(high) - int(low) + 1 if high else 1
+        total += max(0, -(-count // int(step)) if step and int(step) else count)
+    return total
+
+
+def planned_size(expr: str) -> int:
+    """How many names a node-set expression expands to, counted before anything is built
+    (``n[1-100000000]`` must not be expanded to learn that it is too large)."""
+    total, depth, start = 0, 0, 0
+    for i, ch in enumerate(expr + ","):
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            size, pattern = 1, expr[start:i]
+            for group in re.findall(r"\[([^\]]*)\]", pattern):
+                size *= _range_size(group) or 1
+            total, start = total + size, i + 1
+    return total
+
+
 def _expand(expr: str, origin: str) -> list[str]:
     """A node-set expression (``gpu[01-16],login1``) through ClusterShell's NodeSet."""
     if "[" not in expr and "," not in expr:
         return [expr]
     if not _EXPR.match(expr):
         raise InputError(f"{origin}: bad node set {expr!r}")
+    planned = planned_size(expr)
+    if planned > _MAX_HOSTS:
+        raise InputError(f"{origin}: node set {expr!r} names {planned} hosts (max {_MAX_HOSTS})")
     from ClusterShell.NodeSet import NodeSet, NodeSetException
 
     try:
@@ -157,14 +189,13 @@ def resolve(spec: str | None, environ: dict[str, str] | None = None) -> list[Hos
             )
         return parse_text(nodelist, "SLURM_JOB_NODELIST")
     if spec == "-":
-        return parse_text(sys.stdin.read(), "<stdin>")
+        text = sys.stdin.read(MAX_TEXT + 1)
+        if len(text) > MAX_TEXT:
+            raise InputError(f"<stdin>: the hosts list is larger than {MAX_TEXT} characters")
+        return parse_text(text, "<stdin>")
     path = Path(spec)
     if path.is_file():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: cannot read the hosts file: {exc}") from None
-        return parse_text(text, str(path))
+        return parse_text(read_text(path, "hosts file", MAX_TEXT), str(path))
     if "/" in spec:
         raise InputError(f"{spec}: hosts file not found")
     return parse_text(spec, "--hosts")

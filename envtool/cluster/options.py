@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TRANSPORTS = ("ssh", "local", "docker", "slurm")
+MAX_OUTPUT = 16 * 2**20  # a node document of 100,000 packages is about 15 MiB
+MAX_STDERR = 2**20  # only its last line is shown
 
 
 @dataclass(frozen=True)
@@ -26,3 +28,5 @@ class FanoutOptions:
     docker_run: bool = False
     bundle_dir: str = ""  # a shared folder holding envtool_node/ instead of the bundle on stdin
     slurm_args: tuple[str, ...] = ()  # --partition/--time for an srun outside an allocation
+    max_output: int = MAX_OUTPUT  # bytes read from a node's stdout before it is stopped
+    max_stderr: int = MAX_STDERR  # and from its stderr

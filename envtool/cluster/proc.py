@@ -5,12 +5,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import selectors
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from envtool.errors import ResourceError, ToolError
 
@@ -26,6 +28,7 @@ class Result:
     returncode: int
     stdout: str
     stderr: str
+    overflow: str = ""  # "stdout" or "stderr": that stream passed its limit; the process stopped
 
 
 class ProcessError(ToolError):
@@ -65,8 +68,11 @@ def run(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     check: bool = True,
+    limits: tuple[int | None, int | None] = (None, None),
 ) -> Result:
-    """Run ``argv`` to completion; raise ProcessError on failure when ``check``."""
+    """Run ``argv`` to completion; raise ProcessError on failure when ``check``. ``limits``
+    bound stdout and stderr while they are read: a process that writes more is stopped and
+    its Result says which stream overflowed (what it wrote up to the limit is kept)."""
     args = tuple(str(a) for a in argv)
     full_env = {**os.environ, **env} if env is not None else None
     with _signals_deferred() as deferred:  # a Ctrl-C inside Popen would orphan the child
@@ -90,11 +96,17 @@ def run(
         for signum in deferred:  # delivered now, where the child is stopped with us
             signal.raise_signal(signum)
         data = input.encode() if isinstance(input, str) else input
-        raw_out, raw_err = proc.communicate(input=data, timeout=timeout)
+        streams = _Streams(proc, limits)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        overflow = streams.pump(data, deadline)
+        if overflow:
+            _kill_group(proc)
+        proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        raw_out, raw_err = proc.communicate()
-        result = Result(args, -9, _text(raw_out), _text(raw_err))
+        streams.drain()
+        proc.wait()
+        result = Result(args, -9, *streams.texts())
         raise ProcessError(f"{args[0]} timed out after {timeout:g} s", result) from None
     except BaseException:  # Ctrl-C: let it clean up (its own children too), then kill
         _stop([proc], grace=1.0)
@@ -103,11 +115,95 @@ def run(
     finally:
         with _LOCK:
             _ACTIVE.discard(proc)
-    result = Result(args, proc.returncode, _text(raw_out), _text(raw_err))
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    result = Result(args, proc.returncode, *streams.texts(), overflow)
     if check and proc.returncode != 0:
         detail = _last_line(result.stderr) or _last_line(result.stdout) or "no output"
         raise ProcessError(f"{args[0]} exited {proc.returncode}: {detail}", result)
     return result
+
+
+class _Streams:
+    """stdin fed and stdout/stderr read at once, each output bounded while it is read."""
+
+    CHUNK = 65536
+
+    def __init__(self, proc: subprocess.Popen[bytes], limits: tuple[int | None, int | None]):
+        assert proc.stdout is not None and proc.stderr is not None
+        self.proc = proc
+        self.bufs = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+        self.caps = dict(zip(self.bufs, limits, strict=True))
+        self.names = dict(zip(self.bufs, ("stdout", "stderr"), strict=True))
+        self.open = [proc.stdout, proc.stderr]
+
+    def pump(self, data: bytes | None, deadline: float | None) -> str:
+        """Until both outputs end; the stream that overflowed, or "". TimeoutExpired at the
+        deadline (the process is then still running)."""
+        stdin, view = self.proc.stdin, memoryview(data or b"")
+        with selectors.DefaultSelector() as sel:
+            for pipe in self.open:
+                sel.register(pipe, selectors.EVENT_READ)
+            if stdin is not None and len(view):
+                os.set_blocking(stdin.fileno(), False)
+                sel.register(stdin, selectors.EVENT_WRITE)
+            elif stdin is not None:
+                stdin.close()
+            while len(sel.get_map()):
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise subprocess.TimeoutExpired(self.proc.args, 0)
+                for key, _ in sel.select(left):
+                    if key.fileobj is stdin and stdin is not None:
+                        view = self._feed(sel, stdin, view)
+                    elif self._read(sel, key.fd, key.fileobj):
+                        return self.names[key.fd]
+        return ""
+
+    def _feed(self, sel: selectors.BaseSelector, stdin: Any, view: memoryview) -> memoryview:
+        try:
+            view = view[os.write(stdin.fileno(), view[: self.CHUNK]) :]
+        except BlockingIOError:
+            return view
+        except BrokenPipeError:  # the process does not read its input: that is its business
+            view = view[len(view) :]
+        if not len(view):
+            sel.unregister(stdin)
+            stdin.close()
+        return view
+
+    def _read(self, sel: selectors.BaseSelector | None, fd: int, pipe: Any) -> bool:
+        """Read what is there; True when the stream passed its limit."""
+        chunk = os.read(fd, self.CHUNK)
+        if not chunk:
+            if sel is not None:
+                sel.unregister(pipe)
+            pipe.close()
+            self.open.remove(pipe)
+            return False
+        buf, cap = self.bufs[fd], self.caps[fd]
+        buf += chunk
+        if cap is not None and len(buf) > cap:
+            del buf[cap:]
+            return True
+        return False
+
+    def drain(self, seconds: float = 2.0) -> None:
+        """After a kill: what the process still had in its pipes, briefly and bounded."""
+        end = time.monotonic() + seconds
+        while self.open and time.monotonic() < end:
+            ready = selectors.DefaultSelector()
+            with ready:
+                for pipe in self.open:
+                    ready.register(pipe, selectors.EVENT_READ)
+                for key, _ in ready.select(max(0.0, end - time.monotonic())):
+                    if key.fileobj in self.open and self._read(None, key.fd, key.fileobj):
+                        return
+
+    def texts(self) -> tuple[str, str]:
+        """stdout and stderr as text (bytes that are not UTF-8 become U+FFFD)."""
+        return tuple(_text(bytes(b)) for b in self.bufs.values())  # type: ignore[return-value]
 
 
 @contextlib.contextmanager

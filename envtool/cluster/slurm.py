@@ -79,9 +79,15 @@ def run_slurm(hosts: Sequence[Host], options: FanoutOptions, bundle: bytes) -> l
     """Every host's report from one srun step; a node without an answer is a failure."""
     start = time.monotonic()
     deadline = options.timeout + options.connect_timeout + 30.0
+    n = len(hosts)
+    limits = (options.max_output * n, options.max_stderr * n)
     try:
-        result = proc.run(srun_argv(hosts, options), input=bundle, timeout=deadline, check=False)
+        result = proc.run(
+            srun_argv(hosts, options), input=bundle, timeout=deadline, check=False, limits=limits
+        )
         out, err, why = result.stdout, result.stderr, f"srun exited {result.returncode}"
+        if result.overflow:
+            why = f"srun printed more than {n} x --max-output on {result.overflow}: stopped"
     except proc.ProcessError as exc:
         out = exc.result.stdout if exc.result else ""
         err, why = (exc.result.stderr if exc.result else ""), str(exc)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -88,19 +90,31 @@ def _installed(prefix: Path) -> list[Any]:
     return [PrefixRecord.from_path(p) for p in sorted(meta.glob("*.json"))] if meta.is_dir() else []
 
 
+def _file_digests(url: str, path: Path) -> dict[str, str]:
+    """md5 and sha256 of a regular file, read in chunks (a device or a pipe is refused: it
+    could be read forever)."""
+    hashes = {"md5": hashlib.md5(), "sha256": hashlib.sha256()}
+    try:
+        with path.open("rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise InstallError(f"{url}: not a regular file, not an archive")
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                for digest in hashes.values():
+                    digest.update(chunk)
+    except OSError as exc:
+        raise InstallError(f"{url}: cannot read the archive: {exc.strerror}") from None
+    return {kind: digest.hexdigest() for kind, digest in hashes.items()}
+
+
 def verify_local_archives(packages: list[LockedPackage]) -> None:
     """Check md5/sha256 of ``file://`` archives (rattler checks downloads, not local files)."""
     for pkg in packages:
         parsed = urlparse(pkg.url)
         if parsed.scheme != "file":
             continue
-        path = Path(unquote(parsed.path))
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InstallError(f"{pkg.url}: cannot read the archive: {exc.strerror}") from None
+        digests = _file_digests(pkg.url, Path(unquote(parsed.path)))
         for kind, want in (("md5", pkg.md5), ("sha256", pkg.sha256)):
-            got = hashlib.new(kind, data).hexdigest()
+            got = digests[kind]
             if want and got != want:
                 raise InstallError(
                     f"{pkg.filename}: {kind} mismatch: the lock says {want}, the archive has {got}"

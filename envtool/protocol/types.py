@@ -86,6 +86,7 @@ class Outcome(str, Enum):
     CANNOT_START = "cannot-start"  # the transport's own command could not run
     EXITED = "exited"  # any other non-zero exit
     NO_ANSWER = "no-answer"  # srun: the node's task printed no document
+    OVERSIZED = "oversized"  # it printed more than --max-output / the stderr limit: stopped
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,12 @@ _FIX = {
 
 def failure_text(failure: Failure) -> str:
     """``timed out on the node: <the node's last line>``; the transport's words as they are."""
-    if failure.outcome in (Outcome.TIMED_OUT, Outcome.CANNOT_START, Outcome.NO_ANSWER):
+    if failure.outcome in (
+        Outcome.TIMED_OUT,
+        Outcome.CANNOT_START,
+        Outcome.NO_ANSWER,
+        Outcome.OVERSIZED,
+    ):
         return failure.detail
     label = _FAILURE.get(failure.outcome, f"exited {failure.returncode}")
     return f"{label}: {failure.detail}"
@@ -108,6 +113,8 @@ def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Wor
         actual = "; ".join(f"{value} on {nodeset(hosts)}" for value, hosts in f.spread)
         return Words("the same on every node (no majority)", actual, fix)
     if f.kind is Kind.UNREACHABLE and f.failure is not None:
+        if f.failure.outcome is Outcome.OVERSIZED:
+            fix = "see what the node prints (envtool probe on it), or raise --max-output"
         return Words("answers", failure_text(f.failure), fix)
     if f.kind is Kind.ENV_MISSING:
         return Words("the locked conda environment", f"none at {f.actual}", fix)

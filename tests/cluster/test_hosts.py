@@ -97,3 +97,12 @@ def test_duplicates_and_empty(tmp_path: Path) -> None:
         hosts.resolve(str(path))
     with pytest.raises(InputError, match="hosts file not found"):
         hosts.resolve(str(tmp_path / "nope" / "hosts.txt"))
+
+
+def test_a_huge_node_set_is_refused_before_it_is_expanded() -> None:
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(InputError, match=r"names 100000000 hosts \(max 100000\)"):
+        hosts.resolve("n[1-100000000]")
+    assert time.monotonic() - start < 2

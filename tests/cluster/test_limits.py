@@ -64,3 +64,20 @@ def test_out_of_files_is_envtools_error_with_the_fix() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.startswith("resource cannot start true: Too many open files"), out.stderr
     assert "lower --fanout, or raise ulimit -n" in out.stdout and out.stdout.endswith(" 1\n")
+
+
+def test_a_node_that_prints_without_end_is_stopped_at_max_output(tmp_path: Path) -> None:
+    from fixtures.faulty import _fake_python
+
+    prefix = tmp_path / "env"
+    _fake_python(prefix, "exec yes 'an endless answer'")
+    argv = [ENVTOOL, "verify", "--transport", "local", "--hosts", "localhost", "--no-lock",
+            "--prefix", str(prefix), "--max-output", "1M", "--format", "json"]  # fmt: skip
+    out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr
+    (finding,) = json.loads(out.stdout)["findings"]
+    assert finding["kind"] == "unreachable"
+    assert finding["actual"] == "printed more than 1048576 bytes on stdout: stopped (--max-output)"
+    assert "raise --max-output" in finding["hint"]
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "an endless answer" not in ps  # the node's process was stopped, not left running

@@ -149,3 +149,15 @@ def test_http_channel_install_and_hash_check(
     assert code == 1
     assert "hash mismatch" in err and err.count("\n") == 1
     assert not other.exists()
+
+
+def test_a_device_behind_a_file_url_is_refused_not_read_forever() -> None:
+    import pytest
+
+    from envtool.errors import InstallError
+    from envtool.lock.install import verify_local_archives
+    from envtool.lock.lockfile import LockedPackage
+
+    zero = LockedPackage("zlib", "1.3", "conda", "linux-64", "file:///dev/zero", md5="0" * 32)
+    with pytest.raises(InstallError, match="not a regular file"):
+        verify_local_archives([zero])
