@@ -109,11 +109,16 @@ def _wheels(root: Path, into: Path, python: str) -> None:
 
     cached = default_cache_dir() / "build-wheels" / _source_digest(root, python)
     if not cached.is_dir():
-        tmp = cached.with_name(cached.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        _fetch_wheels(root, tmp, python)
-        tmp.rename(cached)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{cached.name}.", dir=cached.parent))
+        try:
+            _fetch_wheels(root, tmp, python)
+            tmp.rename(cached)
+        except OSError:  # another build filled the cache meanwhile: use its wheels
+            if not cached.is_dir():
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     for wheel in cached.glob("*.whl"):
         shutil.copy2(wheel, into / wheel.name)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from envtool.cluster import proc
 from envtool.cluster.options import MAX_OUTPUT, MAX_STDERR
 from envtool.errors import EnvtoolError, InputError
+from envtool.yamlio import write_atomic
 
 PACKAGE = "envtool_node"
 
@@ -62,9 +63,7 @@ def write_bundle(target: Path) -> None:
     into = target / PACKAGE
     into.mkdir(parents=True, exist_ok=True)
     for path in _files():
-        tmp = into / f".{path.name}.tmp"
-        tmp.write_bytes(path.read_bytes())
-        tmp.replace(into / path.name)
+        write_atomic(into / path.name, path.read_text(encoding="utf-8"))
 
 
 @contextlib.contextmanager

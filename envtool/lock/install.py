@@ -18,10 +18,11 @@ from urllib.parse import unquote, urlparse
 
 from envtool.cluster import proc
 from envtool.errors import InputError, InstallError, ProblemFound
-from envtool.lock import lockfile, pin
+from envtool.lock import filelock, lockfile, pin
 from envtool.lock.lockfile import LockedPackage, Lockfile
 from envtool.lock.prefixes import INCOMPLETE_MARKER, source_env
 from envtool.lock.solve import default_cache_dir
+from envtool.yamlio import write_atomic
 
 _BUILD_NUMBER = re.compile(r"_(\d+)$")
 PIP_TIMEOUT = 1800.0
@@ -206,9 +207,7 @@ def _mark_incomplete(options: InstallOptions) -> Path:
     )
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
-        tmp = marker.with_name(marker.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(marker)
+        write_atomic(marker, text)
     except OSError as exc:
         raise InstallError(f"{options.prefix}: cannot write {marker}: {exc.strerror}") from None
     return marker
@@ -226,15 +225,17 @@ def install(options: InstallOptions) -> InstallResult:
         ensure_fresh(options.lock_path, data, options.platform)
     conda = [p for p in packages if p.manager == "conda"]
     pip = [p for p in packages if p.manager == "pip"]
-    created = not options.prefix.exists()
-    try:
-        marker = _mark_incomplete(options)  # a new prefix too: a SIGKILL runs no cleanup
-        _install_conda(conda, options, options.cache_dir or default_cache_dir())
-        if pip:
-            _install_pip(pip, options)
-    except BaseException:
-        if created:  # a prefix we made and could not finish is removed, not left half-built
-            _remove_prefix(options.prefix)
-        raise  # an existing prefix keeps the marker: it is no longer what it was
-    marker.unlink(missing_ok=True)
+    busy = f"{options.prefix}: another envtool install into it is running"
+    with filelock.held(options.prefix, "install", wait=False, busy=busy):
+        created = not options.prefix.exists()  # decided under the lock: the prefix is ours
+        try:
+            marker = _mark_incomplete(options)  # a new prefix too: a SIGKILL runs no cleanup
+            _install_conda(conda, options, options.cache_dir or default_cache_dir())
+            if pip:
+                _install_pip(pip, options)
+        except BaseException:
+            if created:  # a prefix we made and could not finish is removed, not left half-built
+                _remove_prefix(options.prefix)
+            raise  # an existing prefix keeps the marker: it is no longer what it was
+        marker.unlink(missing_ok=True)
     return InstallResult(options.prefix, len(conda), len(pip), time.perf_counter() - start)

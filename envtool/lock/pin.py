@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from envtool.errors import InputError
-from envtool.lock import lockfile, spec
+from envtool.lock import filelock, lockfile, spec
 from envtool.lock.lockfile import Lockfile, LockMeta
 from envtool.lock.solve import Solver, SolveRequest, default_cache_dir
 
@@ -81,6 +81,13 @@ def _relative_source(env_path: Path, lock_path: Path) -> str:
         return str(env_path.resolve())
 
 
+def _kept(lock_path: Path, platforms: tuple[str, ...]) -> Lockfile | None:
+    """The lock as it is now, when it holds platforms this run does not solve."""
+    if lock_path.exists() and set(lockfile.read_platforms(lock_path)) - set(platforms):
+        return lockfile.read(lock_path)
+    return None
+
+
 def lock(options: LockOptions, solver: Solver) -> LockResult:
     """Solve and write the lockfile; a failure never touches an existing lock."""
     from envtool.lock import pip_lock
@@ -89,11 +96,6 @@ def lock(options: LockOptions, solver: Solver) -> LockResult:
     env = spec.read_env(options.env_path)
     platforms = platforms_for(env, options.platforms)
     virtual = _virtual(options.env_path, options.virtual_spec)
-    old = None
-    if options.lock_path.exists() and set(lockfile.read_platforms(options.lock_path)) - set(
-        platforms
-    ):
-        old = lockfile.read(options.lock_path)  # other platforms' entries are kept
     request = SolveRequest(
         env, platforms, virtual, dict(options.mirrors), options.cache_dir or default_cache_dir()
     )
@@ -105,8 +107,13 @@ def lock(options: LockOptions, solver: Solver) -> LockResult:
         platforms=platforms,
         sources=(_relative_source(options.env_path, options.lock_path),),
     )
-    new = lockfile.merge(old, Lockfile(meta, tuple(conda) + tuple(pip)))
-    lockfile.write(new, options.lock_path)
+    solved = Lockfile(meta, tuple(conda) + tuple(pip))
+    # Read, merge and write under the lockfile's lock: another `envtool lock -p OTHER` that
+    # finished meanwhile keeps its platforms (the solve itself, the slow part, runs outside).
+    with filelock.held(options.lock_path, "write", wait=True):
+        lockfile.write(
+            lockfile.merge(_kept(options.lock_path, platforms), solved), options.lock_path
+        )
     counts = tuple(
         (p, sum(1 for x in conda if x.platform == p), sum(1 for x in pip if x.platform == p))
         for p in platforms

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from envtool.errors import InputError
 from envtool.nccl.model import NcclRun, large_floor, peak_busbw
 from envtool.report.nccl_text import size_text
+from envtool.yamlio import write_atomic_bytes
 
 
 def busbw_png(run: NcclRun, path: Path, large: int, title: str = "") -> None:
@@ -50,9 +52,9 @@ def busbw_png(run: NcclRun, path: Path, large: int, title: str = "") -> None:
         ax.set_ylim(bottom=0)
         ax.legend(loc="lower right")
         fig.tight_layout()
-        tmp = path.with_name(path.name + ".tmp")
-        fig.savefig(tmp, format="png")
-        tmp.replace(path)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png")
+        write_atomic_bytes(path, buf.getvalue())
     except OSError as exc:
         raise InputError(f"{path}: cannot write the plot: {exc.strerror}") from None
     finally:
