@@ -11,20 +11,36 @@ from __future__ import annotations
 import shlex
 
 from envtool.cluster.options import FanoutOptions
+from envtool.errors import InputError
 from envtool.lock.prefixes import ENV_DIRS
 from envtool.protocol import schemas
 
 NODE_VAR = '"${SLURMD_NODENAME:-$(hostname)}"'  # what {node} in --prefix becomes on the node
 
 
+def quote(value: str) -> str:
+    """``value`` as one word for a POSIX shell, or for csh/tcsh (single quotes, and ``'\''``
+    for a quote inside, mean the same in both): the one quoting of everything that reaches
+    a shell on a node. A NUL or a line break cannot be passed through a remote shell."""
+    if "\0" in value or "\n" in value or "\r" in value:
+        raise InputError(f"{value!r}: a NUL or a line break cannot reach a node's shell")
+    return shlex.quote(value)
+
+
+def remote_command(script: str) -> str:
+    """What ssh is given to run: the script under ``sh -c``, whatever the login shell is (bash,
+    dash, tcsh: ssh hands the command to it, so the script never reaches it unquoted)."""
+    return f"exec sh -c {quote(script)}"
+
+
 def _python_choice(options: FanoutOptions) -> str:
     """sh that sets $py to the environment's interpreter on the node."""
     if options.prefix:
         parts = (options.prefix.rstrip("/") + "/bin/python").split("{node}")
-        return "py=" + NODE_VAR.join(shlex.quote(p) for p in parts)
+        return "py=" + NODE_VAR.join(quote(p) for p in parts)
     candidates = []
     if options.env_name:
-        name = shlex.quote(options.env_name)
+        name = quote(options.env_name)
         candidates = [f'"{d}/"{name}"/bin/python"' for d in ENV_DIRS]
     candidates.append('"${CONDA_PREFIX:-/nonexistent}/bin/python"')
     loop = " ".join(candidates)
@@ -64,9 +80,9 @@ _WATCHDOG = (
 def node_script(options: FanoutOptions) -> str:
     """The POSIX sh the node runs: bundle from stdin → temp dir → envtool_node → cleanup."""
     limit = max(1, int(options.timeout))
-    args = " ".join(shlex.quote(a) for a in options.node_args)
+    args = " ".join(quote(a) for a in options.node_args)
     if options.bundle_dir:  # the package already sits on a filesystem every node mounts
-        fetch = f"d={shlex.quote(options.bundle_dir)}; "
+        fetch = f"d={quote(options.bundle_dir)}; "
     else:
         fetch = (
             'x=$(mktemp -d "${TMPDIR:-/tmp}/envtool.XXXXXXXX") || exit '

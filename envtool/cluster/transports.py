@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from envtool.cluster.hosts import Host
-from envtool.cluster.nodescript import node_script
+from envtool.cluster.nodescript import node_script, remote_command
 from envtool.cluster.options import TRANSPORTS, FanoutOptions
 from envtool.errors import InputError
 
@@ -31,7 +31,7 @@ def _ssh_argv(host: Host, options: FanoutOptions, script: str) -> list[str]:
         argv += ["-p", str(host.port)]
     for opt in options.ssh_options:
         argv.append(f"-o{opt}")
-    return [*argv, "--", host.target, script]
+    return [*argv, "--", host.target, remote_command(script)]
 
 
 def host_has_nvidia_gpus() -> bool:
