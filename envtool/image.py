@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from envtool import private
 from envtool.cluster import bundle, proc
 from envtool.errors import EnvtoolError, InputError
 from envtool.lock import lockfile
@@ -162,7 +163,7 @@ def _fetch_wheels(root: Path, into: Path, python: str) -> None:
 def _context(root: Path, lock_path: Path, into: Path, python: str) -> None:
     """The build context: Dockerfile, the node package, the wheels and the lock, nothing else."""
     shutil.copy2(root / "Dockerfile", into / "Dockerfile")
-    bundle.write_bundle(into)
+    bundle.copy_package(into)  # a private temp dir of ours
     (into / "wheels").mkdir()
     _wheels(root, into / "wheels", python)
     shutil.copy2(lock_path, into / "conda-lock.yml")
@@ -259,10 +260,10 @@ def build(options: BuildOptions, on_line: Callable[[str], None]) -> BuildResult:
     labels = {**labels_for(options.lock_path, options.platform, root), **options.extra_labels}
     tag = options.tag or default_tag(options.env_name, labels)
     client = _client()
-    with tempfile.TemporaryDirectory(prefix="envtool-build-") as tmp:
-        _context(root, options.lock_path, Path(tmp), options.builder_python)
+    with private.tempdir("envtool-build-") as tmp:
+        _context(root, options.lock_path, tmp, options.builder_python)
         try:
-            image_id = _stream(client, Path(tmp), tag, options, labels, on_line)
+            image_id = _stream(client, tmp, tag, options, labels, on_line)
         except docker.errors.APIError as exc:
             raise BuildError(f"docker build failed: {exc.explanation or exc}") from None
     if options.push:

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import hashlib
 import io
 import os
 import shutil
 import sys
 import tarfile
-import tempfile
 from collections.abc import Iterator, Sequence
 from functools import cache
 from pathlib import Path
 
+from envtool import private
 from envtool.cluster import proc
 from envtool.cluster.options import MAX_OUTPUT, MAX_STDERR
 from envtool.errors import EnvtoolError, InputError
@@ -58,8 +59,25 @@ def bundle() -> bytes:
     return buf.getvalue()
 
 
+def digest() -> str:
+    """sha256 over the package's files in name order, as a node checks it: ``cat
+    envtool_node/*.py | sha256sum`` with LC_ALL=C."""
+    h = hashlib.sha256()
+    for path in _files():
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
 def write_bundle(target: Path) -> None:
-    """Copy the package into ``target/envtool_node`` (a folder the nodes read, --bundle-dir)."""
+    """Copy the package into ``target/envtool_node`` (a folder the nodes read, --bundle-dir):
+    only into folders of this user's that nobody else can write (private.own_folder)."""
+    private.own_folder(target, {PACKAGE}, "--bundle-dir")
+    private.own_folder(target / PACKAGE, {p.name for p in _files()}, "--bundle-dir")
+    copy_package(target)
+
+
+def copy_package(target: Path) -> None:
+    """``target/envtool_node`` written from the package (no symlink followed)."""
     into = target / PACKAGE
     into.mkdir(parents=True, exist_ok=True)
     for path in _files():
@@ -69,12 +87,9 @@ def write_bundle(target: Path) -> None:
 @contextlib.contextmanager
 def staged() -> Iterator[Path]:
     """A private temporary folder (0700) holding only the package, removed afterwards."""
-    root = Path(tempfile.mkdtemp(prefix="envtool-node-"))
-    try:
+    with private.tempdir("envtool-node-") as root:
         shutil.copytree(package_dir(), root / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
         yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def python_for(prefix: Path | None) -> str:

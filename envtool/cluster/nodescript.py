@@ -77,15 +77,44 @@ _WATCHDOG = (
 )
 
 
+def _refuse(message: str, code: int) -> str:
+    return f'{{ echo "envtool: {message}" >&2; exit {code}; }}'
+
+
+def _shared(folder: str, digest: str) -> str:
+    """sh that trusts a --bundle-dir only when it is the user's, nobody else can write it,
+    it holds only the package, and the package is the one envtool sent (its sha256)."""
+    bad = schemas.EXIT_BUNDLE_UNTRUSTED
+    writable = '$(find "$d" "$d/envtool_node" -prune \\( -perm -002 -o -perm -020 \\))'
+    return (
+        f"d={quote(folder)}; "
+        f'[ -O "$d" ] && [ -O "$d/envtool_node" ] || {_refuse("$d is not yours", bad)}; '
+        f'[ -z "{writable}" ] || {_refuse("$d is writable by others", bad)}; '
+        f'[ "$(ls -A "$d")" = envtool_node ] || {_refuse("$d holds other files", bad)}; '
+        'h=$(cd "$d" && LC_ALL=C && export LC_ALL && cat envtool_node/*.py | sha256sum); '
+        f'[ "${{h%% *}}" = {digest} ] || '
+        f"{_refuse('the node package in $d is not the one envtool sent', bad)}; "
+    )
+
+
+# A temp dir in a TMPDIR that others can write and that is not sticky could be swapped.
+_TMP_CHECK = (
+    'tp=${TMPDIR:-/tmp}; [ -z "$(find "$tp" -prune -perm -002 ! -perm -1000)" ] || '
+    + _refuse("TMPDIR $tp is writable by others and not sticky", schemas.EXIT_NO_TEMP_DIR)
+    + "; "
+)
+
+
 def node_script(options: FanoutOptions) -> str:
     """The POSIX sh the node runs: bundle from stdin → temp dir → envtool_node → cleanup."""
     limit = max(1, int(options.timeout))
     args = " ".join(quote(a) for a in options.node_args)
     if options.bundle_dir:  # the package already sits on a filesystem every node mounts
-        fetch = f"d={quote(options.bundle_dir)}; "
+        fetch = _shared(options.bundle_dir, options.bundle_digest)
     else:
         fetch = (
-            'x=$(mktemp -d "${TMPDIR:-/tmp}/envtool.XXXXXXXX") || exit '
+            f"{_TMP_CHECK}"
+            'x=$(mktemp -d "$tp/envtool.XXXXXXXX") || exit '
             f"{schemas.EXIT_NO_TEMP_DIR}; d=$x; "
             f'tar -xzf - -C "$d" || exit {schemas.EXIT_NO_BUNDLE}; '
         )

@@ -27,6 +27,7 @@ class FanoutOptions:
     docker_target: str = ""  # container name (docker exec) or image (docker run)
     docker_run: bool = False
     bundle_dir: str = ""  # a shared folder holding envtool_node/ instead of the bundle on stdin
+    bundle_digest: str = ""  # the sha256 a node checks the shared copy against
     slurm_args: tuple[str, ...] = ()  # --partition/--time for an srun outside an allocation
     max_output: int = MAX_OUTPUT  # bytes read from a node's stdout before it is stopped
     max_stderr: int = MAX_STDERR  # and from its stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from envtool.cluster import bundle, fanout, slurm
@@ -48,7 +49,7 @@ def survey(
     payload = bundle.bundle()
     if options.bundle_dir:
         bundle.write_bundle(Path(options.bundle_dir))
-        payload = b""
+        options, payload = replace(options, bundle_digest=bundle.digest()), b""
     if options.transport == "slurm":
         return slurm.run_slurm(hosts, options, payload)
     return [host_report(a) for a in fanout.run_all(hosts, options, payload, on_done)]

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from envtool import yamlio
+from envtool import private, yamlio
 from envtool.cluster import proc
 from envtool.errors import InputError, SolveError
 from envtool.lock import lockfile
@@ -39,8 +38,7 @@ class CondaLockSolver:
         """Solve with conda-lock; mirrors are read from and canonical URLs recorded."""
         if not self.conda_exe.is_file():
             raise InputError(f"--conda {self.conda_exe}: no such executable")
-        with tempfile.TemporaryDirectory(prefix="envtool-conda-lock-") as tmp:
-            work = Path(tmp)
+        with private.tempdir("envtool-conda-lock-") as work:
             argv = [
                 conda_lock_exe(),
                 "lock",

@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
+from envtool import private
 from envtool.cluster import proc
 from envtool.errors import InputError, InstallError, ProblemFound
 from envtool.lock import filelock, lockfile, pin
@@ -155,9 +155,9 @@ def _prefix_python(prefix: Path, platform: str) -> Path:
 def _install_pip(packages: list[LockedPackage], options: InstallOptions) -> None:
     python = _prefix_python(options.prefix, options.platform)
     lines = [f"{p.name} @ {p.url} --hash=sha256:{p.sha256}" for p in packages]
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="envtool-req-") as req:
-        req.write("\n".join(lines) + "\n")
-        req.flush()
+    with private.tempdir("envtool-req-") as tmp:
+        req = tmp / "requirements.txt"
+        req.write_text("\n".join(lines) + "\n")
         argv = [
             str(python),
             "-m",
@@ -171,7 +171,7 @@ def _install_pip(packages: list[LockedPackage], options: InstallOptions) -> None
             "--prefix",
             str(options.prefix),
             "-r",
-            req.name,
+            str(req),
         ]
         try:
             proc.run(argv, timeout=PIP_TIMEOUT)

@@ -12,13 +12,13 @@ import hashlib
 import json
 import re
 import sys
-import tempfile
 import venv
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from envtool import private
 from envtool.cluster import proc
 from envtool.errors import InputError, ToolError
 from envtool.lock.lockfile import LockedPackage
@@ -140,8 +140,8 @@ def lock_pip(
     out: list[LockedPackage] = []
     for platform in platforms:
         pyver = _python_version(conda, platform)
-        with tempfile.TemporaryDirectory(prefix="envtool-pip-") as tmp:
-            root = Path(tmp) / "venv"
+        with private.tempdir("envtool-pip-") as tmp:
+            root = tmp / "venv"
             _stub_site(root, conda, platform)
             argv = _pip_argv(env, root / "bin" / "python", pyver, platform)
             try:

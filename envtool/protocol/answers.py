@@ -16,6 +16,7 @@ _BY_EXIT = {
     schemas.EXIT_KILLED: Outcome.KILLED,
     schemas.EXIT_NO_TEMP_DIR: Outcome.NO_TEMP_DIR,
     schemas.EXIT_NO_BUNDLE: Outcome.NO_BUNDLE,
+    schemas.EXIT_BUNDLE_UNTRUSTED: Outcome.BUNDLE_UNTRUSTED,
     schemas.EXIT_NO_PYTHON: Outcome.NO_PYTHON,
     schemas.EXIT_ENV_MISSING: Outcome.ENV_MISSING,
 }

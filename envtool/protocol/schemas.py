@@ -23,6 +23,7 @@ PART_INCOMPLETE = _node.PART_INCOMPLETE
 PART_FAILED = _node.PART_FAILED
 
 # The node script's own exit codes (cluster/nodescript.py exits with them).
+EXIT_BUNDLE_UNTRUSTED = 95  # a --bundle-dir that is not the user's, or not what envtool sent
 EXIT_ENV_MISSING = 96  # the prefix has no bin/python
 EXIT_NO_TEMP_DIR = 97  # mktemp failed
 EXIT_NO_BUNDLE = 98  # the bundle did not unpack

@@ -81,6 +81,7 @@ class Outcome(str, Enum):
     KILLED = "killed"
     NO_TEMP_DIR = "no-temp-dir"
     NO_BUNDLE = "no-bundle"
+    BUNDLE_UNTRUSTED = "bundle-untrusted"  # the shared --bundle-dir failed the node's checks
     NO_PYTHON = "no-python"
     ENV_MISSING = "env-missing"
     CANNOT_START = "cannot-start"  # the transport's own command could not run

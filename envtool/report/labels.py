@@ -18,6 +18,7 @@ _FAILURE = {
     Outcome.KILLED: "killed on the node",
     Outcome.NO_TEMP_DIR: "cannot create a temp dir",
     Outcome.NO_BUNDLE: "cannot unpack the probe bundle",
+    Outcome.BUNDLE_UNTRUSTED: "the --bundle-dir was refused",
     Outcome.NO_PYTHON: "no python",
     Outcome.ENV_MISSING: "no environment",
 }
