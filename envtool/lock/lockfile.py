@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envtool import yamlio
 from envtool.errors import InputError
+from envtool.lock import names
 from envtool.yamlio import line_of
 
 HEADER = """\
@@ -179,6 +180,9 @@ def _package(path: Path, entry: Any) -> LockedPackage:
     if not isinstance(optional, bool):
         raise _fail(path, line_of(entry, "optional"), "'optional' must be true or false")
     md5, sha = _hashes(path, entry, manager)
+    for key, why in (("name", names.why_bad_name), ("version", names.why_bad_version)):
+        if problem := why(_str(path, entry, key)):
+            raise _fail(path, line_of(entry, key), problem)
     return LockedPackage(
         name=_str(path, entry, "name"),
         version=_str(path, entry, "version"),
@@ -261,7 +265,7 @@ def parse(text: str, path: Path) -> Lockfile:
     packages = tuple(_package(path, e) for e in entries)
     seen: set[tuple[str, str, str]] = set()
     for i, pkg in enumerate(packages):
-        key = (pkg.manager, pkg.name, pkg.platform)
+        key = names.same_package_key(pkg.name, pkg.manager, pkg.platform)
         if key in seen:  # conda-lock keys entries by these three: a second one is ambiguous
             raise _fail(
                 path,
@@ -333,16 +337,3 @@ def dumps(lock: Lockfile) -> str:
 def write(lock: Lockfile, path: Path) -> None:
     """Write atomically: a failure leaves the old file as it was."""
     yamlio.write_atomic(path, dumps(lock))
-
-
-def merge(old: Lockfile | None, new: Lockfile) -> Lockfile:
-    """Keep ``old``'s entries for platforms ``new`` did not solve (``lock -p`` on one platform)."""
-    if old is None:
-        return new
-    solved = set(new.metadata.platforms)
-    kept = tuple(p for p in old.packages if p.platform not in solved)
-    hashes = dict(old.metadata.content_hash)
-    hashes.update(new.metadata.content_hash)
-    platforms = tuple(dict.fromkeys(old.metadata.platforms + new.metadata.platforms))
-    meta = replace(new.metadata, content_hash=tuple(hashes.items()), platforms=platforms)
-    return Lockfile(meta, kept + new.packages)

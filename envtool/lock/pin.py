@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envtool.errors import InputError
@@ -81,6 +81,19 @@ def _relative_source(env_path: Path, lock_path: Path) -> str:
         return str(env_path.resolve())
 
 
+def merge(old: Lockfile | None, new: Lockfile) -> Lockfile:
+    """Keep ``old``'s entries for platforms ``new`` did not solve (``lock -p`` on one platform)."""
+    if old is None:
+        return new
+    solved = set(new.metadata.platforms)
+    kept = tuple(p for p in old.packages if p.platform not in solved)
+    hashes = dict(old.metadata.content_hash)
+    hashes.update(new.metadata.content_hash)
+    platforms = tuple(dict.fromkeys(old.metadata.platforms + new.metadata.platforms))
+    meta = replace(new.metadata, content_hash=tuple(hashes.items()), platforms=platforms)
+    return Lockfile(meta, kept + new.packages)
+
+
 def _kept(lock_path: Path, platforms: tuple[str, ...]) -> Lockfile | None:
     """The lock as it is now, when it holds platforms this run does not solve."""
     if lock_path.exists() and set(lockfile.read_platforms(lock_path)) - set(platforms):
@@ -111,9 +124,7 @@ def lock(options: LockOptions, solver: Solver) -> LockResult:
     # Read, merge and write under the lockfile's lock: another `envtool lock -p OTHER` that
     # finished meanwhile keeps its platforms (the solve itself, the slow part, runs outside).
     with filelock.held(options.lock_path, "write", wait=True):
-        lockfile.write(
-            lockfile.merge(_kept(options.lock_path, platforms), solved), options.lock_path
-        )
+        lockfile.write(merge(_kept(options.lock_path, platforms), solved), options.lock_path)
     counts = tuple(
         (p, sum(1 for x in conda if x.platform == p), sum(1 for x in pip if x.platform == p))
         for p in platforms

@@ -115,11 +115,22 @@ def test_truncated_before_packages(tmp_path: Path) -> None:
             ":13: 'url' must be",
         ),
         ("content_hash: {linux-64: abc}", "content_hash: 3", ":3: metadata needs 'content_hash'"),
+        ("- name: zlib", "- name: ../../etc/zlib", ":8: '../../etc/zlib' is not a package name"),
+        ("version: 1.3.1", "version: 1.3/../1", ":9: '1.3/../1' is not a version"),
+        ("- name: zlib", "- name: -rf", ":8: '-rf' is not a package name"),
+        ("version: 1.3.1", 'version: "1.3.1\\e[8m"', ":9: '1.3.1\\x1b[8m' is not a version"),
     ],
 )
 def test_bad_entries(tmp_path: Path, old: str, new: str, expected: str) -> None:
     assert old in _lock_text()
     assert expected in _bad(tmp_path, _lock_text().replace(old, new, 1))
+
+
+def test_names_differing_only_by_case_are_one_package_twice(tmp_path: Path) -> None:
+    text = _lock_text()
+    entry = text[text.index("- name: zlib") :]
+    twice = text + entry.replace("- name: zlib", "- name: ZLib", 1)
+    assert "duplicate entry for ZLib (conda, linux-64)" in _bad(tmp_path, twice)
 
 
 def test_write_is_atomic_and_keeps_old_file_on_failure(
