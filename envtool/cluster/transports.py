@@ -7,12 +7,41 @@ ssh (argv only, BatchMode, no agent or X forwarding, host keys checked unless to
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from envtool.cluster.hosts import Host
 from envtool.cluster.nodescript import node_script, remote_command
 from envtool.cluster.options import TRANSPORTS, FanoutOptions
 from envtool.errors import InputError
+
+# ssh options that turn host-key checking off or run a local command: only with the explicit
+# --insecure-no-host-key-check (the promise is "host keys checked unless you say so").
+_INSECURE: dict[str, Callable[[str], bool]] = {
+    "stricthostkeychecking": lambda v: v.lower() != "yes",
+    "userknownhostsfile": lambda v: True,
+    "globalknownhostsfile": lambda v: True,
+    "knownhostscommand": lambda v: True,
+    "hostkeyalias": lambda v: True,
+    "proxycommand": lambda v: v.lower() != "none",
+    "localcommand": lambda v: True,
+    "permitlocalcommand": lambda v: v.lower() != "no",
+}
+
+
+def check_ssh_options(options: FanoutOptions) -> None:
+    """Each ``--ssh-option KEY=VALUE`` is one ssh option; those that weaken host-key checks or
+    run local commands are refused (exit 2) unless --insecure-no-host-key-check was given."""
+    for option in options.ssh_options:
+        key, sep, value = option.replace(" ", "=", 1).partition("=")
+        if not sep or not key.isalnum() or "\n" in option or option.startswith("-"):
+            raise InputError(f"--ssh-option {option!r}: expected KEY=VALUE (one ssh -o option)")
+        weakens = _INSECURE.get(key.lower())
+        if weakens is not None and weakens(value.strip()) and options.strict_host_keys:
+            raise InputError(
+                f"--ssh-option {option!r} turns host-key checking off or runs a local command: "
+                "pass --insecure-no-host-key-check as well if that is what you want"
+            )
 
 
 def _ssh_argv(host: Host, options: FanoutOptions, script: str) -> list[str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from envtool import environments, yamlio
 from envtool.cluster import hosts, survey
 from envtool.cluster.options import FanoutOptions
+from envtool.cluster.transports import check_ssh_options
 from envtool.errors import InputError
 from envtool.judge import gpu, verdict
 from envtool.judge.findings import exit_code
@@ -78,6 +79,7 @@ def run(args: VerifyArgs) -> int:
     if args.allreduce not in verdict.ALLREDUCE_MODES:
         raise InputError(f"--allreduce {args.allreduce!r}: use off, node or cluster")
     host_list = hosts.resolve(args.hosts_spec)
+    check_ssh_options(args.fanout)
     lock = _lock(args)
     baseline = baseline_busbw(args.baseline) if args.baseline is not None else None
     node_args = survey.node_args(

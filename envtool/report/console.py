@@ -38,9 +38,7 @@ def echo_json(doc: object) -> None:
     click.echo(json.dumps(doc, indent=2, sort_keys=True, allow_nan=False))
 
 
-def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """A table on stdout, wide enough not to cut the first columns."""
-    from rich.console import Console
+def _grid(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Any:
     from rich.table import Table
     from rich.text import Text
 
@@ -49,7 +47,25 @@ def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> 
         grid.add_column(column, overflow="fold", no_wrap=i < 3)
     for row in rows:
         grid.add_row(*(Text(visible(cell)) for cell in row))
-    Console(width=max(160, shutil.get_terminal_size().columns)).print(grid)
+    return grid
+
+
+def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A table on stdout, wide enough not to cut the first columns."""
+    from rich.console import Console
+
+    Console(width=max(160, shutil.get_terminal_size().columns)).print(_grid(title, columns, rows))
+
+
+def table_text(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """The same table as plain text (no colour), for a file."""
+    import io
+
+    from rich.console import Console
+
+    out = io.StringIO()
+    Console(file=out, width=160, color_system=None).print(_grid(title, columns, rows))
+    return out.getvalue()
 
 
 class _Live:

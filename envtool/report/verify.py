@@ -95,24 +95,31 @@ def _summary(verdict: Verdict) -> str:
     )
 
 
-def show(verdict: Verdict, fmt: str, output: Path | None) -> None:
-    """The verify report: a folded table, JSON or JUnit, to stdout or ``output``."""
-    summary = _summary(verdict)
-    if fmt != "table":
-        doc = document(verdict)
-        text = vr.dumps(doc) if fmt == "json" else junit.render(doc)
-        if output is not None:
-            yamlio.write_atomic(output, text)
-            click.echo(f"{summary}; wrote {output}", err=True)
-        else:
-            click.echo(text, nl=False)
-        return
-    if not verdict.findings:
-        click.echo(f"all good: {summary}")
-        return
+def _table(verdict: Verdict, summary: str) -> tuple[str, list[str], list[list[str]]]:
     rows = []
     for f in ordered(verdict.findings):
         e = finding_entry(f)
         rows.append([nodeset(e.hosts), e.severity, e.kind, e.subject, e.expected, e.actual, e.hint])
-    columns = ["hosts", "severity", "kind", "subject", "expected", "actual", "fix"]
-    console.table(summary, columns, rows)
+    return summary, ["hosts", "severity", "kind", "subject", "expected", "actual", "fix"], rows
+
+
+def show(verdict: Verdict, fmt: str, output: Path | None) -> None:
+    """The verify report: a folded table, JSON or JUnit, to stdout or ``output``."""
+    summary = _summary(verdict)
+    if fmt == "table" and output is None:
+        if verdict.findings:
+            console.table(*_table(verdict, summary))
+        else:
+            click.echo(f"all good: {summary}")
+        return
+    if fmt == "table":
+        text = console.table_text(*_table(verdict, summary)) if verdict.findings else ""
+        text = text or f"all good: {summary}\n"
+    else:
+        doc = document(verdict)
+        text = vr.dumps(doc) if fmt == "json" else junit.render(doc)
+    if output is not None:
+        yamlio.write_atomic(output, text)
+        click.echo(f"{summary}; wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)

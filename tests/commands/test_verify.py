@@ -40,3 +40,40 @@ def test_baseline_from_nccl_log_and_from_a_json_report(tmp_path: Path) -> None:
     report.write_text('{"hosts": [{"host": "a", "allreduce": null}]}')
     with pytest.raises(InputError, match="not an envtool verify JSON report"):
         verify.baseline_busbw(report)
+
+
+@pytest.mark.parametrize(
+    "option",
+    [
+        "ProxyCommand=touch /tmp/envtool-proxy-ran",
+        "StrictHostKeyChecking=no",
+        "StrictHostKeyChecking accept-new",
+        "UserKnownHostsFile=/dev/null",
+        "LocalCommand=id",
+        "KnownHostsCommand=/bin/true",
+    ],
+)
+def test_ssh_options_that_skip_host_keys_need_the_insecure_flag(
+    tmp_path: Path, option: str
+) -> None:
+    from conftest import run_main
+
+    from envtool.cli import main
+
+    argv = ("verify", "--hosts", "envtool-nosuch1", "--no-lock", "--ssh-option", option)
+    code, out, err = run_main(main, tmp_path, [], argv)
+    assert code == 2 and "pass --insecure-no-host-key-check" in err and not out
+    assert not Path("/tmp/envtool-proxy-ran").exists()
+
+
+def test_output_writes_the_table_too(tmp_path: Path) -> None:
+    from conftest import run_main
+
+    from envtool.cli import main
+
+    target = tmp_path / "report.txt"
+    argv = ("verify", "--hosts", "envtool-nosuch[1-3]", "--no-lock", "--output", str(target))
+    code, out, err = run_main(main, tmp_path, [], argv)
+    assert code == 1 and out == "" and f"wrote {target}" in err
+    text = target.read_text()
+    assert "envtool-nosuch[1-3]" in text and "unreachable" in text and "\x1b" not in text
