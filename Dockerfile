@@ -13,6 +13,8 @@ ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BUILDER_IMAGE} AS builder
 ARG ENV_NAME=ddp
 ARG PLATFORM=linux-64
+# `envtool build --allow-insecure-url` passes it on (a channel served over http on the host)
+ARG INSTALL_ARGS=
 # wheels/: envtool and the three packages `envtool install` needs (click, PyYAML, py-rattler),
 # fetched by `envtool build` on the host, so this step needs no package index.
 COPY wheels /src/wheels
@@ -22,7 +24,7 @@ RUN python3 -m venv /opt/envtool \
 COPY conda-lock.yml /src/conda-lock.yml
 RUN /opt/envtool/bin/envtool install --lockfile /src/conda-lock.yml \
       --prefix /opt/conda/envs/${ENV_NAME} --platform ${PLATFORM} \
-      --cache-dir /tmp/envtool-cache \
+      --cache-dir /tmp/envtool-cache ${INSTALL_ARGS} \
  && rm -rf /tmp/envtool-cache /opt/conda/envs/${ENV_NAME}/CACHEDIR.TAG \
  && chmod -R a+rX /opt/conda  # rattler writes conda-meta/*.json 0600; the user must read it
 

@@ -69,8 +69,9 @@ def main() -> int:
 
                 def build(tag: str, no_cache: bool, target: str | None = None) -> float:
                     opts = image.BuildOptions(
-                        lock, tag, base, base, "host", no_cache, target=target
-                    )
+                        lock, tag, base, base, "host", no_cache, target=target,
+                        install_args=("--allow-insecure-url",),
+                    )  # fmt: skip
                     return image.build(opts, lambda _: None).seconds
 
                 cold = build("bench/ddp:multi", False)  # a fresh engine: nothing cached yet

@@ -51,7 +51,10 @@ def main() -> int:
         subprocess.run([envtool, "lock"], cwd=work, check=True, capture_output=True)
         prefix = work / "env"
         subprocess.run(
-            [envtool, "install", "--prefix", str(prefix)], cwd=work, check=True, capture_output=True
+            [envtool, "install", "--allow-insecure-url", "--prefix", str(prefix)],
+            cwd=work,
+            check=True,
+            capture_output=True,
         )
         doctor = [envtool, "doctor", "--prefix", str(prefix), "--min-gpus", "0"]
         bare = [

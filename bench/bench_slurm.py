@@ -75,6 +75,7 @@ def main() -> int:
                 [
                     str(BIN / "envtool"),
                     "install",
+                    "--allow-insecure-url",
                     "--prefix",
                     str(work / f"node{i}"),
                     "--cache-dir",

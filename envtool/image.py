@@ -43,6 +43,7 @@ class BuildOptions:
     platform: str = "linux-64"
     builder_python: str = "3.11"
     target: str | None = None  # a Dockerfile stage ("builder": the single-stage equivalent)
+    install_args: tuple[str, ...] = ()  # more for the builder's envtool install
     extra_labels: dict[str, str] = field(default_factory=dict)
 
 
@@ -184,6 +185,8 @@ def _client() -> Any:
 
 def _build_args(options: BuildOptions) -> dict[str, str]:
     args = {"ENV_NAME": options.env_name, "PLATFORM": options.platform}
+    if options.install_args:
+        args["INSTALL_ARGS"] = " ".join(options.install_args)
     if options.base:
         args["BASE_IMAGE"] = options.base
     if options.builder:

@@ -52,12 +52,20 @@ def main() -> int:
         )
         (work / "environment.yml").write_text(drifted)
         envtool(work, "lock", "--lockfile", "drifted.lock.yml")
-        envtool(work, "install", "--lockfile", "drifted.lock.yml", "--prefix", "node3-env")
+        envtool(
+            work,
+            "install",
+            "--allow-insecure-url",
+            "--lockfile",
+            "drifted.lock.yml",
+            "--prefix",
+            "node3-env",
+        )
         add_dist_info(work / "node3-env", "torch", "2.3.0")  # pip install torch
         (work / "environment.yml").write_text(env)
         envtool(work, "lock")
         for node in ("node1", "node2"):
-            envtool(work, "install", "--prefix", f"{node}-env")
+            envtool(work, "install", "--allow-insecure-url", "--prefix", f"{node}-env")
         cluster = sshnodes.start_cluster(
             work / "ssh", [{"CONDA_PREFIX": str(work / f"node{i}-env")} for i in (1, 2, 3)]
         )

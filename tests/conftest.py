@@ -103,9 +103,17 @@ class Project:
         return run_main(
             main,
             self.root,
-            ["--cache-dir", str(self.cache)] if args and args[0] in ("lock", "install") else [],
+            _extra(args[0], self.cache) if args else [],
             args,
         )
+
+
+def _extra(command: str, cache: Path) -> list[str]:
+    """What every test's lock and install share: a private cache; installs of the tests'
+    local channels (file://, or http on loopback) pass --allow-insecure-url."""
+    if command == "install":
+        return ["--cache-dir", str(cache), "--allow-insecure-url"]
+    return ["--cache-dir", str(cache)] if command == "lock" else []
 
 
 def run_main(

@@ -182,6 +182,7 @@ def preflight(**checks: Any) -> int:
 )
 @click.option("--rdzv-port", type=opt.PORT, default=29400, show_default=True)
 @opt.fmt("text", "json")
+@opt.install_sources()
 def doctor(
     lockfile: Path,
     prefix: Path | None,
@@ -194,14 +195,17 @@ def doctor(
     master_port: int | None,
     rdzv_port: int,
     fmt: str,
+    channel_mirror: tuple[str, ...],
+    allow_insecure_url: bool,
 ) -> int:
     """Check this machine, step by step, and print the command that fixes each failure."""
     from envtool.commands import doctor as command
     from envtool.doctor.run import DoctorOptions
 
     options = DoctorOptions(
-        lockfile, prefix, platform, min_gpus, ddp, nproc, timeout, master_port, rdzv_port
-    )
+        lockfile, prefix, platform, min_gpus, ddp, nproc, timeout, master_port, rdzv_port,
+        opt.mirrors(channel_mirror), allow_insecure_url,
+    )  # fmt: skip
     return command.run(options, install_missing, fmt)
 
 

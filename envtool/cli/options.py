@@ -49,6 +49,34 @@ lockfile = click.option(
 platform = click.option("--platform", default="linux-64", show_default=True)
 
 
+allow_insecure_url = click.option(
+    "--allow-insecure-url",
+    is_flag=True,
+    help="Install from http:// URLs, or file:// URLs outside every --channel-mirror.",
+)
+
+
+def install_sources() -> Callable[[F], F]:
+    """Where an install may fetch packages from (``install`` and ``doctor --install``)."""
+    return stack(
+        click.option(
+            "--channel-mirror",
+            "channel_mirror",
+            multiple=True,
+            metavar="NAME=URL",
+            help="A local copy of channel NAME (file://): its packages may be installed.",
+        ),
+        allow_insecure_url,
+    )
+
+
+def mirrors(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``NAME=URL`` options as pairs (exit 2 on a malformed one)."""
+    from envtool.lock.pin import parse_mirrors
+
+    return tuple(parse_mirrors(values).items())
+
+
 def fmt(*choices: str) -> Callable[[F], F]:
     """``--format`` with these choices, the first the default."""
     return click.option(

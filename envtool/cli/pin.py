@@ -89,14 +89,25 @@ def lock(
 @opt.platform
 @click.option("--allow-stale", is_flag=True, help="Install even if environment.yml changed.")
 @click.option("--cache-dir", type=PathArg, help="Package cache.")
+@opt.install_sources()
 def install(
-    lockfile: Path, prefix: Path, platform: str, allow_stale: bool, cache_dir: Path | None
+    lockfile: Path,
+    prefix: Path,
+    platform: str,
+    allow_stale: bool,
+    cache_dir: Path | None,
+    channel_mirror: tuple[str, ...],
+    allow_insecure_url: bool,
 ) -> int:
     """Install a lockfile's packages (hashes checked) into a prefix."""
     from envtool.commands import install as command
     from envtool.lock.install import InstallOptions
 
-    return command.run(InstallOptions(lockfile, prefix, platform, allow_stale, cache_dir))
+    options = InstallOptions(
+        lockfile, prefix, platform, allow_stale, cache_dir, opt.mirrors(channel_mirror),
+        allow_insecure_url,
+    )  # fmt: skip
+    return command.run(options)
 
 
 @click.command()
@@ -109,6 +120,7 @@ def install(
 @click.option("--push", is_flag=True, help="Push the tag after building.")
 @click.option("--env-name", default="", help="Env name in the image (default: environment.yml's).")
 @opt.platform
+@opt.allow_insecure_url
 def build(
     lockfile: Path,
     tag: str | None,
@@ -119,16 +131,19 @@ def build(
     push: bool,
     env_name: str,
     platform: str,
+    allow_insecure_url: bool,
 ) -> int:
     """Build a Docker image with exactly the locked packages (multi-stage, hashes checked)."""
     from envtool import image
     from envtool.commands import build as command
 
+    install_args = ("--allow-insecure-url",) if allow_insecure_url else ()
     return command.run(
         image.BuildOptions(
-            lockfile, tag, base, builder_image, network, no_cache, push, env_name, platform
+            lockfile, tag, base, builder_image, network, no_cache, push, env_name, platform,
+            install_args=install_args,
         )
-    )
+    )  # fmt: skip
 
 
 COMMANDS = (lock, install, build)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from envtool.doctor import steps
 from envtool.doctor.steps import FAIL, PASS, SKIP, WARN, Step
+from envtool.lock.install import InstallOptions
 
 __all__ = ["FAIL", "PASS", "SKIP", "WARN", "DoctorOptions", "Step", "exit_ok", "run"]
 
@@ -30,6 +31,8 @@ class DoctorOptions:
     timeout: float = 180.0
     master_port: int | None = None  # default: $MASTER_PORT, else 29500
     rdzv_port: int = 29400
+    mirrors: tuple[tuple[str, str], ...] = ()  # for --install: see lock/sources.py
+    allow_insecure_url: bool = False
 
 
 def _skipped(name: str, why: str) -> Step:
@@ -50,8 +53,15 @@ def run(
 
     lock_step, lock = steps.lockfile(options.lock_path, options.platform)
     emit(lock_step)
+
+    def install(target: Path) -> Step:
+        return steps.install_step(
+            InstallOptions(options.lock_path, target, options.platform,
+                           mirrors=options.mirrors, allow_insecure_url=options.allow_insecure_url)
+        )  # fmt: skip
+
     env_step, prefix = steps.environment(
-        options.lock_path, lock, options.prefix, options.platform, offer_install
+        options.lock_path, lock, options.prefix, install, offer_install
     )
     emit(env_step)
     if lock is None or prefix is None:

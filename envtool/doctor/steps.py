@@ -15,6 +15,7 @@ from envtool.errors import EnvtoolError, InputError
 from envtool.judge import gpu
 from envtool.judge.findings import Severity
 from envtool.lock import prefixes
+from envtool.lock.install import InstallOptions
 from envtool.lock.lockfile import Lockfile
 from envtool.lock.lockfile import read as read_lock
 from envtool.models import Environment
@@ -91,10 +92,10 @@ def environment(
     lock_path: Path,
     lock: Lockfile | None,
     prefix: Path | None,
-    platform: str,
+    install: Callable[[Path], Step],
     offer_install: Callable[[Path], bool],
 ) -> tuple[Step, Path | None]:
-    """The environment is installed where it is expected (offering to install it)."""
+    """The environment is installed where it is expected (offering to ``install`` it)."""
     name = prefixes.env_name(lock_path, lock) or "ddp"
     looked = [prefix] if prefix is not None else prefixes.candidates(name)
     found = next((p for p in looked if (p / "conda-meta").is_dir()), None)
@@ -108,15 +109,17 @@ def environment(
     summary = f"no {name} environment (looked in {where})"
     if lock is None or not offer_install(target):
         return Step("environment", FAIL, summary, install_fix(lock_path, target)), None
-    step = _install(lock_path, target, platform)
+    step = install(target)
     return step, (target if step.status == PASS else None)
 
 
-def _install(lock_path: Path, target: Path, platform: str) -> Step:
-    from envtool.lock import install
+def install_step(options: InstallOptions) -> Step:
+    """``envtool install`` of the lock into a missing environment, as a step."""
+    from envtool.lock.install import install
 
+    lock_path, target = options.lock_path, options.prefix
     try:
-        done = install.install(install.InstallOptions(lock_path, target, platform))
+        done = install(options)
     except EnvtoolError as exc:
         return Step("environment", FAIL, f"install failed: {exc}", install_fix(lock_path, target))
     summary = f"installed {done.conda + done.pip} packages into {target} ({done.seconds:.1f} s)"

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlparse
 from envtool import private
 from envtool.cluster import proc
 from envtool.errors import InputError, InstallError, ProblemFound
-from envtool.lock import filelock, lockfile, pin
+from envtool.lock import filelock, lockfile, pin, sources
 from envtool.lock.lockfile import LockedPackage, Lockfile
 from envtool.lock.prefixes import INCOMPLETE_MARKER, source_env
 from envtool.lock.solve import default_cache_dir
@@ -37,6 +37,8 @@ class InstallOptions:
     platform: str = "linux-64"
     allow_stale: bool = False
     cache_dir: Path | None = None
+    mirrors: tuple[tuple[str, str], ...] = ()  # NAME=URL: file:// packages inside URL allowed
+    allow_insecure_url: bool = False  # http://, and file:// outside every mirror
 
 
 @dataclass(frozen=True)
@@ -221,6 +223,7 @@ def install(options: InstallOptions) -> InstallResult:
     if not packages:
         have = ", ".join(data.metadata.platforms) or "none"
         raise InputError(f"{options.lock_path}: no packages for {options.platform} (has: {have})")
+    sources.check(packages, dict(options.mirrors), options.allow_insecure_url)
     if not options.allow_stale:
         ensure_fresh(options.lock_path, data, options.platform)
     conda = [p for p in packages if p.manager == "conda"]

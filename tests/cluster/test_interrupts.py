@@ -98,7 +98,15 @@ def _pip_project(root: Path) -> Path:
 
 
 def _install(proj: Path, prefix: Path) -> list[str]:
-    return [ENVTOOL, "install", "--prefix", str(prefix), "--cache-dir", str(proj.parent / "c")]
+    return [
+        ENVTOOL,
+        "install",
+        "--allow-insecure-url",
+        "--prefix",
+        str(prefix),
+        "--cache-dir",
+        str(proj.parent / "c"),
+    ]
 
 
 def test_interrupted_install_removes_the_new_prefix(tmp_path: Path) -> None:

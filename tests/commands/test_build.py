@@ -67,7 +67,17 @@ def _build(proj: Project, base: str, *extra: str) -> tuple[int, str, str]:
         main,
         proj.root,
         [],
-        ("build", "--base", base, "--builder-image", base, "--network", "host", *extra),
+        (
+            "build",
+            "--base",
+            base,
+            "--builder-image",
+            base,
+            "--network",
+            "host",
+            "--allow-insecure-url",
+            *extra,
+        ),  # the tests' channel is http on loopback
     )
 
 
@@ -192,7 +202,8 @@ def test_ctrl_c_cancels_the_build_on_the_daemon(
     eng, base = engine
     before, dirs = _containers(), _build_dirs()
     tag = f"lab/ddp:interrupted-{os.getpid()}"
-    argv = [ENVTOOL, "build", "--base", base, "--builder-image", base, "--network", "host"]
+    argv = [ENVTOOL, "build", "--base", base, "--builder-image", base, "--network", "host",
+            "--allow-insecure-url"]  # fmt: skip
     run = subprocess.Popen(
         [*argv, "--no-cache", "-t", tag],
         cwd=project.root,
@@ -236,8 +247,9 @@ def test_interrupted_stream_is_closed_at_once(
             raise KeyboardInterrupt  # what SIGINT raises while a RUN step runs
 
     options = image.BuildOptions(
-        project.root / "conda-lock.yml", tag, base, base, "host", no_cache=True
-    )
+        project.root / "conda-lock.yml", tag, base, base, "host", no_cache=True,
+        install_args=("--allow-insecure-url",),
+    )  # fmt: skip
     with pytest.raises(KeyboardInterrupt) as caught:  # keeps the frames (and any stream) alive
         image.build(options, on_line)
     assert step[0].startswith("RUN ") and caught.value is not None

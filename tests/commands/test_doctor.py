@@ -45,7 +45,16 @@ class Lab:
             main,
             self.root,
             [],
-            ("install", "--lockfile", lock, "--prefix", str(prefix), "--cache-dir", self.cache),
+            (
+                "install",
+                "--allow-insecure-url",
+                "--lockfile",
+                lock,
+                "--prefix",
+                str(prefix),
+                "--cache-dir",
+                self.cache,
+            ),
         )
         assert code == 0, err
 
@@ -148,7 +157,14 @@ def test_missing_environment_names_the_install_command(lab: Lab, tmp_path: Path)
 def test_install_flag_installs_then_everything_passes(lab: Lab, tmp_path: Path) -> None:
     target = tmp_path / "new-env"
     code, out, err = lab.doctor(
-        "--prefix", str(target), "--install", "--min-gpus", "0", "--no-ddp", *_ports()
+        "--prefix",
+        str(target),
+        "--install",
+        "--allow-insecure-url",
+        "--min-gpus",
+        "0",
+        "--no-ddp",
+        *_ports(),
     )
     assert "installed 9 packages into" in _lines(out)["environment"], out + err
     assert (target / "conda-meta").is_dir()
@@ -290,7 +306,9 @@ def test_failed_install_is_a_fail_and_skips_the_rest(lab: Lab, tmp_path: Path) -
     lock = proj / "conda-lock.yml"
     lock.write_text(lock.read_text().replace(lab.channel.as_uri(), (tmp_path / "gone").as_uri()))
     target = tmp_path / "env"
-    code, out, _ = lab.doctor("--prefix", str(target), "--install", "--no-ddp", cwd=proj)
+    code, out, _ = lab.doctor(
+        "--prefix", str(target), "--install", "--allow-insecure-url", "--no-ddp", cwd=proj
+    )
     assert code == 1
     lines = _lines(out)
     assert lines["environment"].startswith("✗") and "install failed" in lines["environment"]

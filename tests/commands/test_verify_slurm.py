@@ -44,7 +44,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, Pat
         ("node3", "cpu.lock.yml"),
     ):
         code, _, err = proj.run(
-            "install", "--lockfile", lock, "--prefix", str(root / "envs" / node), "--allow-stale"
+            "install",
+            "--allow-insecure-url",
+            "--lockfile",
+            lock,
+            "--prefix",
+            str(root / "envs" / node),
+            "--allow-stale",
         )
         assert code == 0, err
     broken = root / "envs" / "node4" / "bin"

@@ -50,7 +50,12 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, ssh
         assert code == 0, err
         prefix = root / f"prefix{i}"
         code, _, err = proj.run(
-            "install", "--lockfile", f"node{i}.lock.yml", "--prefix", str(prefix)
+            "install",
+            "--allow-insecure-url",
+            "--lockfile",
+            f"node{i}.lock.yml",
+            "--prefix",
+            str(prefix),
         )
         assert code == 0, err
         prefixes.append(prefix)

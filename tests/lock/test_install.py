@@ -161,3 +161,33 @@ def test_a_device_behind_a_file_url_is_refused_not_read_forever() -> None:
     zero = LockedPackage("zlib", "1.3", "conda", "linux-64", "file:///dev/zero", md5="0" * 32)
     with pytest.raises(InstallError, match="not a regular file"):
         verify_local_archives([zero])
+
+
+def test_only_https_or_a_configured_local_mirror_is_installed(
+    project: Project, tmp_path: Path
+) -> None:
+    from conftest import run_main
+
+    from envtool.cli import main
+
+    _locked(project)  # the tests' channel is file://: its URLs are neither https nor a mirror
+    prefix = tmp_path / "env"
+    argv = ("install", "--prefix", str(prefix), "--cache-dir", str(project.cache))
+    code, _, err = run_main(main, project.root, [], argv)
+    assert code == 2 and "is neither https nor inside a file:// --channel-mirror" in err
+    assert not prefix.exists()
+    mirror = f"local={project.channel.as_uri()}"
+    code, out, err = run_main(main, project.root, [], (*argv, "--channel-mirror", mirror))
+    assert code == 0 and "installed 9 conda packages" in out, err
+
+
+def test_http_needs_the_insecure_flag(project: Project, http_channel: str, tmp_path: Path) -> None:
+    from conftest import run_main
+
+    from envtool.cli import main
+
+    project.write_env(project.env.read_text().replace(project.channel.as_uri(), http_channel))
+    _locked(project)
+    argv = ("install", "--prefix", str(tmp_path / "env"), "--cache-dir", str(project.cache))
+    code, _, err = run_main(main, project.root, [], argv)
+    assert code == 2 and f"{http_channel}/" in err and "--allow-insecure-url" in err
