@@ -136,5 +136,8 @@ def node_script(options: FanoutOptions) -> str:
         'b=$(cd "$(dirname "$py")" && pwd) && py="$b/${py##*/}"; p=$(cd "$b/.." && pwd); '
         f'(cd "$d" && exec $t "$py" -B -m envtool_node --prefix "$p" {args}) & k=$!; '
         f"{_WATCHDOG}"
+        # dash reports a job killed by a signal ("Terminated") on stderr: with the connection
+        # gone that write would kill this shell by SIGPIPE before its EXIT trap cleans up
+        "trap '' PIPE; "
         'wait "$k"; r=$?; k=; exit "$r"'
     )

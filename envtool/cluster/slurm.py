@@ -1,13 +1,17 @@
 """The Slurm transport: one ``srun`` step, one task per node, the bundle broadcast on stdin.
 
 Each task's stdout is re-joined from srun's ``--label`` pieces and read once, by the node
-protocol; the answer is keyed by the node name it reports (``SLURMD_NODENAME``).
+protocol; the answer is bound to the node srun says it launched that task on (``--verbose``),
+so a node cannot answer for another, and a document that names another node, or a second
+answer from one task, is that node's problem.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from envtool.cluster import proc
 from envtool.cluster.hosts import Host
@@ -15,7 +19,7 @@ from envtool.cluster.nodescript import node_script
 from envtool.cluster.options import FanoutOptions
 from envtool.protocol.answers import from_document, host_report
 from envtool.protocol.documents import NodeDocument, Unreadable, read_node
-from envtool.protocol.types import Answer, HostReport, Outcome
+from envtool.protocol.types import Answer, HostReport, Outcome, Problem, ProblemKind
 
 SRUN_CHUNK = 1024  # srun --label cuts a task's long lines into labelled pieces of this size
 
@@ -32,6 +36,7 @@ def srun_argv(hosts: Sequence[Host], options: FanoutOptions) -> list[str]:
         f"--nodelist={nodes}",
         "--input=all",
         "--label",
+        "--verbose",  # "launching ... on host NODE, 1 tasks: T": which task ran where
         "--kill-on-bad-exit=0",
         "--job-name=envtool-verify",
         *options.slurm_args,
@@ -59,20 +64,64 @@ def task_texts(output: str) -> dict[str, str]:
     return {task: "\n".join(pieces) for task, pieces in texts.items()}
 
 
-def _documents(output: str) -> dict[str, NodeDocument]:
-    """Each node's document, read once, keyed by the node name it reports."""
-    found: dict[str, NodeDocument] = {}
-    for text in task_texts(output).values():
-        for line in text.splitlines():
-            if not line.startswith("{"):
-                continue
-            try:
-                doc = read_node(line, "srun task")
-            except Unreadable:
-                continue
-            if doc.node and doc.node not in found:
-                found[doc.node] = doc
+_LAUNCH = re.compile(r"srun: launching \S+ on host (\S+), \d+ tasks?: ([\d,-]+)")
+
+
+def task_nodes(stderr: str) -> dict[str, str]:
+    """Task id → the node srun itself launched it on (``srun -v``: "launching StepId=12.0 on
+    host node3, 1 tasks: 2"): the binding of an answer, never the node's own claim."""
+    found: dict[str, str] = {}
+    for match in _LAUNCH.finditer(stderr):
+        node, tasks = match.groups()
+        for part in tasks.split(","):
+            low, _, high = part.partition("-")
+            for task in range(int(low), int(high or low) + 1):
+                found[str(task)] = node
     return found
+
+
+def _documents(output: str, bound: dict[str, str]) -> dict[str, NodeDocument]:
+    """Each node's document, read once, keyed by the node srun ran its task on (or, when srun
+    did not say, by the name the document gives; then the first claim wins)."""
+    found: dict[str, NodeDocument] = {}
+    for task, text in task_texts(output).items():
+        answers = [line for line in text.splitlines() if line.startswith("{")]
+        node = bound.get(task)
+        try:
+            doc = read_node(answers[0], f"srun task {task}") if answers else None
+        except Unreadable as exc:
+            doc = NodeDocument(
+                "", "", None, None, None, (_problem(ProblemKind.UNREADABLE, exc.detail),)
+            )
+        if doc is None or (node is None and (not doc.node or doc.node in found)):
+            continue
+        node = node or doc.node
+        found[node] = _checked(doc, node, len(answers))
+    return found
+
+
+def _problem(kind: ProblemKind, detail: str) -> Problem:
+    return Problem("answer", kind, detail)
+
+
+def _checked(doc: NodeDocument, node: str, answers: int) -> NodeDocument:
+    """``doc`` as the answer of ``node``: a claim to be another node, or a second answer,
+    is a problem of this node's (one node must not answer for another)."""
+    problems = list(doc.problems)
+    if doc.node and doc.node != node:
+        problems.append(
+            _problem(ProblemKind.MALFORMED, f"the answer from {node}'s task says it is {doc.node}")
+        )
+    if answers > 1:
+        problems.append(_problem(ProblemKind.MALFORMED, f"{node}'s task answered {answers} times"))
+    return replace(doc, problems=tuple(problems))
+
+
+def _last_words(stderr: str) -> list[str]:
+    """srun's stderr without the lines -v adds (kept: errors and the job's own lines)."""
+    keep = ("srun: error", "srun: fatal", "srun: Job", "srun: job")
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    return [ln for ln in lines if not ln.startswith("srun: ") or ln.startswith(keep)]
 
 
 def run_slurm(hosts: Sequence[Host], options: FanoutOptions, bundle: bytes) -> list[HostReport]:
@@ -92,8 +141,8 @@ def run_slurm(hosts: Sequence[Host], options: FanoutOptions, bundle: bytes) -> l
         out = exc.result.stdout if exc.result else ""
         err, why = (exc.result.stderr if exc.result else ""), str(exc)
     seconds = time.monotonic() - start
-    docs = _documents(out)
-    last = [ln for ln in err.splitlines() if ln.strip()]
+    docs = _documents(out, task_nodes(err))
+    last = _last_words(err)
     detail = f"{why}: {last[-1][:300]}" if last else why
     missing = f"no answer from this node's srun task ({detail})"
     return [

@@ -246,3 +246,30 @@ def test_ctrl_c_cancels_the_srun_step_on_every_node(
     steps = subprocess.run(["squeue", "-h", "-s"], capture_output=True, text=True).stdout
     assert remaining == [], remaining  # srun cancelled the step: no task left on any node
     assert "envtool" not in steps, steps
+
+
+def test_a_node_cannot_answer_for_another(lab: tuple[Project, Path]) -> None:
+    """node4's python forges node1's answer: each answer is bound to the node srun ran its
+    task on, so node1 is judged on its own answer and node4's claim is node4's problem."""
+    proj, envs = lab
+    python = envs / "node4" / "bin" / "python"
+    broken = python.read_text()
+    forged = {
+        "schema": "envtool.node/1", "node": "node1", "prefix": "/forged",
+        "export": {"schema": "envtool.export/1", "packages": [{"name": "evil", "version": "6"}]},
+        "facts": {"schema": "envtool.gpu-facts/1", "python": "3.9.18"},
+    }  # fmt: skip
+    python.write_text(f"#!/bin/sh\nprintf '%s\\n' '{json.dumps(forged)}'\n")
+    try:
+        _, out, _ = _slurm_verify(proj, envs, "--hosts", "node[1,4]", "--timeout", "60")
+    finally:
+        python.write_text(broken)
+    doc = json.loads(out)
+    hosts = {h["host"]: h for h in doc["hosts"]}
+    assert hosts["node1"]["packages"] == 9  # its own answer, not the forged one
+    assert (
+        "answer: malformed (the answer from node4's task says it is node1)"
+        in (hosts["node4"]["problems"])
+    )
+    extra = {f["subject"]: f["hosts"] for f in doc["findings"] if f["kind"] == "extra"}
+    assert extra["evil"] == ["node4"]  # the forged package is node4's, never node1's
