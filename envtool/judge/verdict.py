@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from envtool.judge import consensus, gpu, packages
 from envtool.judge.findings import Check, Finding, Kind, Severity, fold
 from envtool.models import Environment
-from envtool.protocol.types import HostReport, Outcome, ProblemKind
+from envtool.protocol.types import Failure, HostReport, Outcome, Problem, ProblemKind
 
 ALLREDUCE_MODES = ("off", "node", "cluster")
 
@@ -48,33 +48,29 @@ def _without_name(text: str, host: str) -> str:
 
 
 def _reachability(r: HostReport) -> list[Finding]:
+    """A host that gave no document, and each part of its document that failed."""
     hosts, out = (r.host,), []
-    if r.failure is not None:
-        failure = replace(
-            r.failure,
-            detail=_without_name(r.failure.detail, r.host),
-            prefix=_without_name(r.failure.prefix, r.host),
+    items: list[Failure | Problem] = [*([r.failure] if r.failure else []), *r.problems]
+    for item in items:
+        item = replace(
+            item,
+            detail=_without_name(item.detail, r.host),
+            prefix=_without_name(item.prefix, r.host),
         )
-        if failure.outcome is Outcome.ENV_MISSING:
-            out.append(
-                Finding(Kind.ENV_MISSING, Severity.ERROR, "environment", actual=failure.prefix,
-                        hosts=hosts, failure=failure)
-            )  # fmt: skip
+        failure, problem = (item, None) if isinstance(item, Failure) else (None, item)
+        if (failure and failure.outcome is Outcome.ENV_MISSING) or (
+            problem and problem.kind is ProblemKind.ENV_MISSING
+        ):
+            kind, subject, actual = Kind.ENV_MISSING, "environment", item.prefix
+        elif failure:
+            kind, subject, actual = Kind.UNREACHABLE, "host", ""
         else:
-            out.append(
-                Finding(Kind.UNREACHABLE, Severity.ERROR, "host", hosts=hosts, failure=failure)
-            )
-    for p in r.problems:
-        p = replace(
-            p, detail=_without_name(p.detail, r.host), prefix=_without_name(p.prefix, r.host)
-        )
-        if p.kind is ProblemKind.ENV_MISSING:
-            out.append(
-                Finding(Kind.ENV_MISSING, Severity.ERROR, "environment", actual=p.prefix,
-                        hosts=hosts, problem=p)
-            )  # fmt: skip
-        else:
-            out.append(Finding(Kind.PROBE_FAILED, Severity.ERROR, p.part, hosts=hosts, problem=p))
+            assert problem is not None
+            kind, subject, actual = Kind.PROBE_FAILED, problem.part, ""
+        out.append(
+            Finding(kind, Severity.ERROR, subject, actual=actual, hosts=hosts,
+                    failure=failure, problem=problem)
+        )  # fmt: skip
     return out
 
 
