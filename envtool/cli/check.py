@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 @click.option("--connect-timeout", type=SECONDS, default=10.0, show_default=True)
 @click.option(
     "--max-output",
-    callback=opt.size,
+    callback=opt.max_output,
     metavar="SIZE",
     default="16M",
     show_default=True,

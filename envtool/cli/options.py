@@ -43,6 +43,16 @@ def size(ctx: click.Context, param: click.Parameter, value: str) -> int:
     return count
 
 
+def max_output(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """Callback: a ``size`` no larger than the largest node document believed (64M)."""
+    from envtool.protocol.schemas import MAX_DOCUMENT
+
+    count = size(ctx, param, value)
+    if count > MAX_DOCUMENT:
+        raise click.BadParameter(f"at most {MAX_DOCUMENT >> 20}M", ctx, param)
+    return count
+
+
 lockfile = click.option(
     "--lockfile", type=PathArg, default=Path("conda-lock.yml"), show_default=True
 )

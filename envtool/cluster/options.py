@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TRANSPORTS = ("ssh", "local", "docker", "slurm")
-MAX_OUTPUT = 16 * 2**20  # a node document of 100,000 packages is about 15 MiB
+MAX_OUTPUT = 16 * 2**20  # default read bound; a node document of 100,000 packages is ~15 MiB
 MAX_STDERR = 2**20  # only its last line is shown
 
 

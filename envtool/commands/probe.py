@@ -45,14 +45,14 @@ def run(args: ProbeArgs) -> int:
         raw_ar, allreduce = local.allreduce(args.prefix, args.sweep(), args.timeout)
     results.probe_result({"facts": raw_facts, "allreduce": raw_ar}, facts, allreduce, args.fmt)
     if args.plot is not None and allreduce is not None:
-        from envtool.nccl.parse import parse_size
         from envtool.report.nccl_text import run_of
         from envtool.report.plot import busbw_png
+        from envtool_node.perf import LARGE
 
         if not allreduce.rows:
             why = f": {allreduce.error}" if allreduce.error else ""
             raise ProblemFound(f"no all-reduce rows to plot{why}")
-        busbw_png(run_of(allreduce, "envtool probe"), args.plot, parse_size("256M"))
+        busbw_png(run_of(allreduce, "envtool probe"), args.plot, LARGE)
         console.wrote(args.plot)
     failed = allreduce is not None and (bool(allreduce.error) or bool(allreduce.wrong_total))
     return EXIT_PROBLEMS if failed else EXIT_OK

@@ -45,7 +45,7 @@ class Unreadable(ProblemFound):
 
 def document(text: str, source: str, schema: str) -> dict[str, Any]:
     """One JSON object from a node's stdout, checked for its schema."""
-    if len(text) > schemas.MAX_OUTPUT:
+    if len(text) > schemas.MAX_DOCUMENT:
         raise Unreadable(source, f"probe output too large ({len(text)} bytes)")
     try:
         doc = json.loads(text)

@@ -36,4 +36,5 @@ EXIT_SSH = 255  # ssh could not connect or the connection failed
 # The line the node script writes on stderr before it exits 96: MARKER KIND PATH.
 MARKER = "envtool-node:"
 
-MAX_OUTPUT = 64 * 1024 * 1024  # a node document larger than this is not believed
+# The largest node document believed, however it arrived (--max-output may not exceed it).
+MAX_DOCUMENT = 64 * 1024 * 1024

@@ -123,7 +123,7 @@ def test_export_yaml(tmp_path: Path, text: str) -> None:
 
 
 def test_oversized_node_answer() -> None:
-    report = host_report(Answer("gpu01", 0, " " * (schemas.MAX_OUTPUT + 1), "", 0.1))
+    report = host_report(Answer("gpu01", 0, " " * (schemas.MAX_DOCUMENT + 1), "", 0.1))
     assert report.env is None and "too large" in report.problems[0].detail
 
 
