@@ -90,8 +90,7 @@ def _record_json(rec: Record) -> dict[str, Any]:
         "subdir": rec.subdir,
         "manager": rec.manager,
     }
-    if rec.manager == "conda":
-        doc.update((k, getattr(rec, k)) for k in ("url", "md5", "sha256") if getattr(rec, k))
+    doc.update((k, getattr(rec, k)) for k in ("url", "md5", "sha256") if getattr(rec, k))
     return doc
 
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from typing import Any
 
+from . import runtime
 from .schema import FACTS
 
 ENV_PREFIXES = ("NCCL_",)
@@ -28,6 +29,14 @@ ENV_NAMES = (
     "WORLD_SIZE",
     "CUDA_DEVICE_ORDER",
     "NVIDIA_VISIBLE_DEVICES",
+    # what decides which python, torch and libraries the process loads (envtool_node.runtime)
+    "PYTHONPATH",
+    "PYTHONNOUSERSITE",
+    "PYTHONHOME",
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "CUDA_HOME",
+    "CONDA_PREFIX",
 )
 # Values of these look like secrets whatever their name says: never collected.
 SECRET_HINTS = ("TOKEN", "PASSWORD", "PASSWD", "SECRET", "KEY", "CREDENTIAL")
@@ -84,15 +93,7 @@ def _nccl_version(torch: Any) -> str | None:
         return None
     if isinstance(version, tuple):
         return ".".join(str(v) for v in version)
-    return nccl_version(int(version))  # older torch: 2708 or 21803 style integers
-
-
-def nccl_version(code: int) -> str:
-    """NCCL_VERSION_CODE as text: major*10000 + minor*100 + patch from 2.9 on (21803 is
-    2.18.3), major*1000 + minor*100 + patch before (2708 is 2.7.8)."""
-    if code >= 20900:
-        return "%d.%d.%d" % (code // 10000, code // 100 % 100, code % 100)
-    return "%d.%d.%d" % (code // 1000, code // 100 % 10, code % 100)
+    return runtime.nccl_version(int(version))  # older torch: 2708 or 21803 style integers
 
 
 def _device(torch: Any, index: int) -> dict[str, Any]:
@@ -165,6 +166,11 @@ def collect(use_torch: bool = True) -> dict[str, Any]:
         doc.update(torch_facts(notes))
     else:
         notes.append("torch not queried (--no-torch)")
+    try:  # after torch: its libraries are mapped by now
+        doc["runtime"] = runtime.collect()
+    except Exception as exc:  # the rest of the facts stand without it
+        doc["runtime"] = None
+        notes.append("runtime probe failed: %s" % (str(exc).splitlines() or ["?"])[0])
     doc["notes"] = notes
     return doc
 

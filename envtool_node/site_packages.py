@@ -5,6 +5,7 @@ Python 3.9, standard library only.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from os.path import dirname, isdir, isfile, join, lexists
@@ -202,6 +203,26 @@ def _egg_link_target(prefix: str, anchor: str) -> str:
     return join(full, "PKG-INFO") if isdir(full) else full
 
 
+def archive(mdir: str) -> tuple[str | None, str | None]:
+    """(url, sha256) of the file pip installed a wheel from, as its ``direct_url.json``
+    (PEP 610) records; (None, None) for an install from an index, which records none."""
+    try:
+        with open(join(mdir, "direct_url.json"), encoding="utf-8") as fh:
+            doc = json.loads(fh.read(65536))
+    except (OSError, ValueError):
+        return None, None
+    info = doc.get("archive_info") if isinstance(doc, dict) else None
+    if not isinstance(info, dict):
+        return None, None
+    hashes = info.get("hashes") if isinstance(info.get("hashes"), dict) else {}
+    digest = hashes.get("sha256") if hashes else None
+    legacy = info.get("hash")
+    if digest is None and isinstance(legacy, str) and legacy.startswith("sha256="):
+        digest = legacy[len("sha256=") :]
+    url = doc.get("url")
+    return (url if isinstance(url, str) else None), (digest if isinstance(digest, str) else None)
+
+
 def pip_record(prefix: str, anchor: str, python_version: str) -> Record:
     """conda's read_python_record: a pip Record for one anchor, or _Skip."""
     if anchor.endswith(".egg-link"):
@@ -216,11 +237,14 @@ def pip_record(prefix: str, anchor: str, python_version: str) -> Record:
             raise _Skip(f"{join(mdir, 'METADATA')}: no such file")
         _check_manifest(join(mdir, "RECORD"))
         package_type = "virtual_python_wheel"
+        url, sha256 = archive(mdir)
     elif kind == "egg" and isfile(join(mdir, "installed-files.txt")):
         _check_manifest(join(mdir, "installed-files.txt"))
         package_type = "virtual_python_egg_manageable"
     else:
         package_type = "virtual_python_egg_" + ("link" if kind == "egg-link" else "unmanageable")
+    if kind != "wheel":
+        url, sha256 = None, None
     name, version = read_metadata(_metadata_file(full))
     if version is None:
         raise _Skip(f"{anchor}: no Version in its metadata")
@@ -233,6 +257,8 @@ def pip_record(prefix: str, anchor: str, python_version: str) -> Record:
         channel="<develop>" if kind == "egg-link" else "pypi",
         subdir="pypi",
         source=anchor,
+        url=url,
+        sha256=sha256,
     )
 
 

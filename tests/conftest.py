@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fixtures import runtime
 from fixtures.channel import build_channel, realistic_packages
+from fixtures.runtime import runtime_packages
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -42,13 +44,13 @@ def channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def python_channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same channel, its ``python`` package running this interpreter (a prefix whose
-    bin/python really runs: the node package can probe it)."""
-    import sys
-
+    """The same channel plus packages that describe what runs here (fixtures/runtime.py):
+    ``RUNTIME_ENV`` locked from it installs a prefix whose python, torch and records agree."""
     root = tmp_path_factory.mktemp("python-channel")
-    return build_channel(root, realistic_packages(python_exe=sys.executable))
+    return build_channel(root, realistic_packages() + runtime_packages())
 
+
+RUNTIME_ENV = runtime.ENV  # locks python_channel to what really runs here
 
 VIRTUAL_CUDA = """\
 subdirs:

@@ -72,7 +72,7 @@ def run(
     if prefix is None:
         emit(_skipped("torch", "no environment to import it from"))
     else:
-        torch_step, facts = steps.torch(prefix)
+        torch_step, facts = steps.torch(prefix, lock, options.platform)
         emit(torch_step)
     if facts is None or facts.torch is None:
         emit(_skipped("cuda", "torch does not import"))

@@ -155,8 +155,26 @@ def packages(lock_path: Path, lock: Lockfile, prefix: Path, platform: str) -> St
     return Step("packages", PASS, f"all {len(env.packages)} packages match the lock")
 
 
-def torch(prefix: Path) -> tuple[Step, NodeFacts | None]:
-    """``import torch`` with the environment's python (envtool_node.facts)."""
+def _locked_env(lock: Lockfile | None, platform: str) -> Environment | None:
+    if lock is None or not lock.for_platform(platform):
+        return None
+    return environments.from_lock(lock, "lock", platform)
+
+
+def _imported(facts: NodeFacts) -> str:
+    """What ``import torch`` loaded, and from where."""
+    rt = facts.runtime
+    build = f"CUDA {facts.cuda} build" if facts.cuda else "CPU-only build"
+    where = os.path.dirname(rt.torch_file) if rt is not None and rt.torch_file else "?"
+    python = f"python {facts.python}" + (f" ({rt.executable})" if rt is not None else "")
+    return f"torch {facts.torch} ({build}) from {where}, {python}"
+
+
+def torch(prefix: Path, lock: Lockfile | None, platform: str) -> tuple[Step, NodeFacts | None]:
+    """``import torch`` with the environment's python (envtool_node.facts): what it loaded,
+    from where, and whether that is the locked runtime (judge/runtime.py)."""
+    from envtool.judge import runtime
+
     try:
         _, facts = local.facts(prefix)
     except EnvtoolError as exc:
@@ -166,9 +184,21 @@ def torch(prefix: Path) -> tuple[Step, NodeFacts | None]:
     if facts.torch is None:
         why = "; ".join(n for n in facts.notes if "torch" in n) or "torch cannot be imported"
         return Step("torch", FAIL, why, _activate(prefix)), facts
-    build = f"CUDA {facts.cuda} build" if facts.cuda else "CPU-only build"
-    summary = f"torch {facts.torch} ({build}) with python {facts.python} from {prefix}"
-    return Step("torch", PASS, summary), facts
+    locked = _locked_env(lock, platform)
+    found = runtime.check(HostReport("localhost", facts=facts, prefix=str(prefix)), locked)
+    if found:
+        said = [(f.subject, words(f)) for f in found]
+        differs = "; ".join(f"{s}: {w.actual}, expected {w.expected}" for s, w in said)
+        return Step("torch", FAIL, f"{_imported(facts)}; {differs}", said[0][1].fix), facts
+    if locked is None:
+        return Step("torch", WARN, f"{_imported(facts)}; no lock to compare it with"), facts
+    items = runtime.compared(facts, locked)
+    same = ", ".join(i.subject for i in items if i.locked is not None and i.expected)
+    unchecked = ", ".join(i.subject for i in items if i.locked is None or not i.expected)
+    summary = f"{_imported(facts)}; as locked: {same or 'nothing pinned'}"
+    return Step(
+        "torch", PASS, summary + (f" (not compared: {unchecked})" if unchecked else "")
+    ), facts
 
 
 def _activate(prefix: Path) -> str:
@@ -180,10 +210,7 @@ def _activate(prefix: Path) -> str:
 
 def cuda(facts: NodeFacts, lock: Lockfile | None, platform: str, min_gpus: int) -> Step:
     """CUDA visible, enough devices, a driver new enough for the locked CUDA (judge/gpu.py)."""
-    locked: Environment | None = None
-    if lock is not None and lock.for_platform(platform):
-        locked = environments.from_lock(lock, "lock", platform)
-    cuda_version = gpu.locked_cuda(locked)
+    cuda_version = gpu.locked_cuda(_locked_env(lock, platform))
     policy = gpu.GpuPolicy(min_gpus, cuda_version)
     findings = gpu.check([HostReport("localhost", facts=facts)], policy)
     worst = [f for f in findings if f.severity is Severity.ERROR] or [

@@ -41,6 +41,7 @@ class Check(str, Enum):
     MAJORITY = "majority"
     GPU = "gpu"
     ALLREDUCE = "allreduce"
+    RUNTIME = "runtime"
 
 
 class Kind(str, Enum):
@@ -53,6 +54,7 @@ class Kind(str, Enum):
     CHANNEL_DIFFERS = "channel-differs"
     MANAGER_DIFFERS = "manager-differs"
     PIP_SHADOWING = "pip-shadowing"
+    ARTIFACT_DIFFERS = "artifact-differs"
     DIFFERS_FROM_MAJORITY = "differs-from-majority"
     DIFFERS_BETWEEN_NODES = "differs-between-nodes"
     VERSION_MISMATCH = "version-mismatch"
@@ -68,6 +70,9 @@ class Kind(str, Enum):
     UNREACHABLE = "unreachable"
     PROBE_FAILED = "probe-failed"
     ENV_MISSING = "env-missing"
+    RUNTIME_DIFFERS = "runtime-differs"
+    LOADED_OUTSIDE = "loaded-outside-prefix"
+    LOADED_TWICE = "library-loaded-twice"
 
     @property
     def check(self) -> Check:
@@ -86,6 +91,7 @@ _CHECK_OF = {
             Kind.CHANNEL_DIFFERS,
             Kind.MANAGER_DIFFERS,
             Kind.PIP_SHADOWING,
+            Kind.ARTIFACT_DIFFERS,
         ),
         Check.LOCK,
     ),
@@ -104,6 +110,7 @@ _CHECK_OF = {
         Check.GPU,
     ),
     **dict.fromkeys((Kind.ALLREDUCE_FAILED, Kind.ALLREDUCE_WRONG, Kind.BUSBW_LOW), Check.ALLREDUCE),
+    **dict.fromkeys((Kind.RUNTIME_DIFFERS, Kind.LOADED_OUTSIDE, Kind.LOADED_TWICE), Check.RUNTIME),
 }
 
 Spread = tuple[tuple[str, tuple[str, ...]], ...]  # each value and the hosts that have it

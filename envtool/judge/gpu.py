@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from envtool.judge import runtime
 from envtool.judge.consensus import differences
 from envtool.judge.findings import Finding, Kind, Severity
 from envtool.models import Environment
@@ -82,6 +83,7 @@ FACTS: tuple[tuple[str, Callable[[NodeFacts], object], tuple[str, ...]], ...] = 
     ("cuDNN", lambda f: f.cudnn, ("cudnn", "nvidia-cudnn")),
     ("NCCL", lambda f: f.nccl, ("nccl", "nvidia-nccl")),
     ("python", lambda f: f.python, ("python",)),
+    ("NCCL net plugin", runtime.plugins, ()),  # a plugin on some nodes only hangs NCCL
 )
 
 

@@ -30,14 +30,19 @@ def _finding(
     severity = Severity.WARNING if kind in (Kind.EXTRA, Kind.CHANNEL_DIFFERS) else Severity.ERROR
     named = a if a is not None else b
     assert named is not None
-    return Finding(
-        kind,
-        severity,
-        subject or named.name,
-        reference=a.identity() if a is not None else None,
-        found=b.identity() if b is not None else None,
-        where=where,
-    )
+    if kind is not Kind.ARTIFACT_DIFFERS:  # the others are about name/version/build
+        a, b = (a.identity() if a else None), (b.identity() if b else None)
+    return Finding(kind, severity, subject or named.name, reference=a, found=b, where=where)
+
+
+def same_artifact(a: Package, b: Package) -> bool | None:
+    """Whether two records of one name/version/build are the same file: by sha256 when both
+    carry one, else by md5; None when they carry no common hash (not checked)."""
+    if a.sha256 and b.sha256:
+        return a.sha256.lower() == b.sha256.lower()
+    if a.md5 and b.md5:
+        return a.md5.lower() == b.md5.lower()
+    return None
 
 
 def shadowing(env: Environment, where: str = "") -> list[Finding]:
@@ -60,6 +65,8 @@ def _compare(a: Package, b: Package, where: str) -> list[Finding]:
         out.append(_finding(Kind.BUILD_DIFFERS, a, b, where, subject))
     if a.channel and b.channel and a.channel != b.channel:
         out.append(_finding(Kind.CHANNEL_DIFFERS, a, b, where, subject))
+    if not out and same_artifact(a, b) is False:
+        out.append(_finding(Kind.ARTIFACT_DIFFERS, a, b, where, subject))
     return out
 
 

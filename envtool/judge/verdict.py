@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from envtool.judge import consensus, gpu, packages
+from envtool.judge import consensus, gpu, packages, runtime
 from envtool.judge.findings import Check, Finding, Kind, Severity, fold
 from envtool.models import Environment
 from envtool.protocol.types import Failure, HostReport, Outcome, Problem, ProblemKind
@@ -101,16 +101,31 @@ def _matches(key: str, names: tuple[str, ...]) -> bool:
     return any(key == n or key.startswith(n + "-cu") for n in names)
 
 
-def _one_cause(found: list[Finding]) -> list[Finding]:
-    """Drop the runtime-fact differences a package finding on that host already explains."""
-    explained: dict[str, set[str]] = {}  # fact subject → hosts
+def _explained(found: list[Finding], kinds: tuple[Kind, ...] = ()) -> dict[str, set[str]]:
+    """Runtime subject → the hosts where a package finding (or one of ``kinds``) explains it."""
+    explained: dict[str, set[str]] = {}
     for f in found:
+        if f.kind in kinds:
+            for subject in runtime.EXPLAINS.get(f.subject, (f.subject,)):
+                explained.setdefault(subject, set()).update(f.hosts)
         key = _package_key(f)
         if key is None:
             continue
         for subject, _, names in gpu.FACTS:
-            if _matches(key, names):
+            if names and _matches(key, names):
                 explained.setdefault(subject, set()).update(f.hosts)
+    return explained
+
+
+def _one_cause(found: list[Finding]) -> list[Finding]:
+    """Drop what a package finding (or a file loaded from outside the prefix) on that host
+    already explains: the runtime differing from the lock, a fact differing across nodes."""
+    by_package = _explained(found)
+    found = [
+        f for f in found
+        if not (f.kind is Kind.RUNTIME_DIFFERS and set(f.hosts) <= by_package.get(f.subject, set()))
+    ]  # fmt: skip
+    explained = _explained(found, (Kind.RUNTIME_DIFFERS, Kind.LOADED_OUTSIDE))
     out = []
     for f in found:
         if f.kind is Kind.VERSION_MISMATCH and f.subject in explained:
@@ -150,5 +165,7 @@ def decide(reports: list[HostReport], lock: Environment | None, policy: Policy) 
     if lock is not None:
         found += packages.against_lock(lock, envs)
     found += package_spread(envs, lock)
+    for r in reports:
+        found += runtime.check(r, lock)
     found += gpu.check(reports, policy.gpu) + _no_cluster_result(reports, policy.allreduce)
     return fold(_one_cause(found))

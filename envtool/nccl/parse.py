@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from envtool.errors import InputError, where
 from envtool.nccl.model import NcclDevice, NcclResult, NcclRow, NcclRun
-from envtool_node.facts import nccl_version
 from envtool_node.perf import parse_size as _parse_size
+from envtool_node.runtime import nccl_version
 
 FIELDS = 13  # size count type redop root + 2 x (time algbw busbw #wrong)
 

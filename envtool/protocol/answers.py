@@ -54,8 +54,9 @@ def failure(answer: Answer) -> Failure | None:
 def from_document(host: str, doc: NodeDocument, seconds: float) -> HostReport:
     """The report of a host whose document was read."""
     return HostReport(
-        host, None, doc.env, doc.facts, doc.allreduce, seconds, doc.problems, doc.node
-    )
+        host, None, doc.env, doc.facts, doc.allreduce, seconds, doc.problems, doc.node,
+        doc.prefix,
+    )  # fmt: skip
 
 
 def host_report(answer: Answer) -> HostReport:

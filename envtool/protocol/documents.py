@@ -20,13 +20,16 @@ from envtool.protocol.types import (
     AllReduceResult,
     DdpSmoke,
     Device,
+    Library,
     NodeFacts,
     Problem,
     ProblemKind,
+    Runtime,
 )
 from envtool_node.channels import canonical_name
 
 MAX_DEVICES, MAX_ENV, MAX_NOTES, MAX_ROWS, MAX_PACKAGES = 64, 200, 20, 4096, 100_000
+MAX_PATHS, MAX_LIBRARIES, PATH_LIMIT = 100, 16, 1000
 MAX_INT = 2**62  # a count, size or time beyond this is no measurement
 _PARAMS = ("minbytes", "maxbytes", "stepfactor", "iters", "warmup_iters")
 
@@ -122,6 +125,43 @@ def _device(item: Any) -> Device:
     )
 
 
+def _library(item: Any) -> Library:
+    doc = _mapping(item, "a library entry")
+    return Library(
+        _text(doc, "kind", 20) or "?",
+        _text(doc, "path", PATH_LIMIT) or "",
+        _text(doc, "version", 40),
+    )
+
+
+def _paths(value: Any, what: str) -> tuple[str, ...]:
+    items = _list(value, what)[:MAX_PATHS]
+    if not all(isinstance(p, str) for p in items):
+        raise Malformed(f"{what} must be a list of strings")
+    return tuple(p[:PATH_LIMIT] for p in items)
+
+
+def read_runtime(value: Any) -> Runtime | None:
+    """The runtime part of the gpu facts (None in a probe from before it)."""
+    if value is None:
+        return None
+    doc = _mapping(value, "the runtime")
+    torch = _mapping(doc.get("torch") or {}, "runtime.torch")
+    return Runtime(
+        _text(doc, "implementation", 40) or "",
+        _text(doc, "executable", PATH_LIMIT) or "",
+        _text(doc, "sys_prefix", PATH_LIMIT) or "",
+        _text(doc, "real_prefix", PATH_LIMIT) or "",
+        _text(doc, "user_site", PATH_LIMIT),
+        _paths(doc.get("path"), "runtime.path"),
+        _text(torch, "file", PATH_LIMIT),
+        _text(torch, "entry", PATH_LIMIT),
+        _text(torch, "git_version", 80),
+        tuple(_library(x) for x in _list(doc.get("libraries"), "libraries")[:MAX_LIBRARIES]),
+        _paths(doc.get("net_plugins"), "runtime.net_plugins")[:MAX_LIBRARIES],
+    )
+
+
 def read_facts(value: Any) -> NodeFacts:
     """envtool.gpu-facts/1 → NodeFacts."""
     doc = _mapping(value, "the gpu facts")
@@ -142,8 +182,9 @@ def read_facts(value: Any) -> NodeFacts:
         cudnn=_text(doc, "cudnn"),
         nccl=_text(doc, "nccl"),
         glibc=_text(doc, "glibc"),
-        env=tuple(sorted((str(k)[:100], str(v)[:500]) for k, v in list(env.items())[:MAX_ENV])),
+        env=tuple(sorted((str(k)[:100], str(v)[:4000]) for k, v in list(env.items())[:MAX_ENV])),
         notes=tuple(str(n)[:300] for n in notes[:MAX_NOTES]),
+        runtime=read_runtime(doc.get("runtime")),
     )
 
 

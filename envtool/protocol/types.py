@@ -21,6 +21,36 @@ class Device:
 
 
 @dataclass(frozen=True)
+class Library:
+    """A NCCL, CUDA runtime or cuDNN library mapped into the probe's process."""
+
+    kind: str  # nccl | nccl-net | cudart | cudnn
+    path: str
+    version: str | None = None  # what the library itself reports
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """What the environment's interpreter really loads (envtool_node.runtime)."""
+
+    implementation: str = ""
+    executable: str = ""
+    sys_prefix: str = ""
+    real_prefix: str = ""  # sys.prefix with symlinks resolved
+    user_site: str | None = None  # the user site folder, when it is on
+    path: tuple[str, ...] = ()  # sys.path, envtool's own folder left out
+    torch_file: str | None = None
+    torch_entry: str | None = None  # the sys.path entry torch was found under
+    torch_git: str | None = None
+    libraries: tuple[Library, ...] = ()
+    net_plugins: tuple[str, ...] = ()  # libnccl-net*.so on LD_LIBRARY_PATH
+
+    def mapped(self, kind: str) -> tuple[Library, ...]:
+        """The libraries of one kind, in the order they were mapped."""
+        return tuple(lib for lib in self.libraries if lib.kind == kind)
+
+
+@dataclass(frozen=True)
 class NodeFacts:
     """The node's GPU facts (envtool.gpu-facts/1)."""
 
@@ -37,6 +67,7 @@ class NodeFacts:
     glibc: str | None = None
     env: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
+    runtime: Runtime | None = None  # None: a probe from before the runtime part
 
 
 @dataclass(frozen=True)
@@ -146,6 +177,7 @@ class HostReport:
     seconds: float = 0.0
     problems: tuple[Problem, ...] = ()
     node: str = ""  # the name the node gave itself
+    prefix: str = ""  # the environment the node probed (its own words)
 
     @property
     def ok(self) -> bool:

@@ -19,6 +19,27 @@ from envtool.protocol import schemas
 
 
 @dataclass(frozen=True)
+class LibraryEntry:
+    """A NCCL/CUDA runtime/cuDNN library mapped into the node's python."""
+
+    kind: str
+    path: str
+    version: str | None
+
+
+@dataclass(frozen=True)
+class RuntimeEntry:
+    """What the node's python really loaded."""
+
+    executable: str
+    sys_prefix: str
+    user_site: str | None
+    torch_file: str | None
+    libraries: tuple[LibraryEntry, ...]
+    net_plugins: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class FactsEntry:
     """A host's GPU facts as the report shows them."""
 
@@ -34,6 +55,7 @@ class FactsEntry:
     nccl: str | None
     env: tuple[tuple[str, str], ...]
     notes: tuple[str, ...]
+    runtime: RuntimeEntry | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +155,24 @@ def _strings(doc: Any, key: str) -> tuple[str, ...]:
     return tuple(items)
 
 
+def _runtime(doc: Any) -> RuntimeEntry | None:
+    if doc is None:
+        return None
+    libraries = tuple(
+        LibraryEntry(_get(d, "kind", (str,)), _get(d, "path", (str,)),
+                     _get(d, "version", (str,), optional=True))
+        for d in _get(doc, "libraries", (list,))
+    )  # fmt: skip
+    return RuntimeEntry(
+        _get(doc, "executable", (str,)),
+        _get(doc, "sys_prefix", (str,)),
+        _get(doc, "user_site", (str,), optional=True),
+        _get(doc, "torch_file", (str,), optional=True),
+        libraries,
+        _strings(doc, "net_plugins"),
+    )
+
+
 def _facts(doc: Any) -> FactsEntry | None:
     if doc is None:
         return None
@@ -153,6 +193,7 @@ def _facts(doc: Any) -> FactsEntry | None:
         text["nccl"],
         tuple(sorted((str(k), str(v)) for k, v in env.items())),
         _strings(doc, "notes"),
+        _runtime(_get(doc, "runtime", (dict,), optional=True)),
     )
 
 

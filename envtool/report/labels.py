@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from envtool.judge import gpu
+from envtool.judge import gpu, runtime
 from envtool.judge.consensus import NO_MAJORITY
-from envtool.judge.findings import Finding, Kind
+from envtool.judge.findings import Check, Finding, Kind
 from envtool.models import Package
 from envtool.protocol.types import Failure, Outcome, Problem, ProblemKind
 
@@ -105,9 +105,64 @@ def _package_words(f: Finding) -> Words:
     return Words(a.label(), b.label(), f"install {a.label()}{_in(f)}")  # version/build
 
 
+_LOADED_FIX = {
+    runtime.INTERPRETER: "{prefix}/bin/python runs another environment's python: reinstall "
+    "the environment (envtool install --lockfile conda-lock.yml --prefix {prefix})",
+    runtime.PYTHONPATH: "unset PYTHONPATH (or drop that folder from it)",
+    runtime.USER_SITE: "export PYTHONNOUSERSITE=1, or pip uninstall --user {subject}",
+    runtime.SYS_PATH: "find what puts that folder on sys.path (a .pth file in site-packages, "
+    "sitecustomize, PYTHONHOME) and remove it",
+    runtime.LD_PRELOAD: "unset LD_PRELOAD (it loads that library before the environment's)",
+    runtime.LD_LIBRARY_PATH: "remove that folder from LD_LIBRARY_PATH (module unload ...)",
+    runtime.LOADER: "the loader found it outside the environment (RPATH, ld.so.conf, the "
+    "system folders): install the locked {subject} into {prefix} and relink",
+}
+_CAUSE = {
+    runtime.INTERPRETER: "another interpreter",
+    runtime.PYTHONPATH: "through PYTHONPATH",
+    runtime.USER_SITE: "from the user site",
+    runtime.SYS_PATH: "through sys.path",
+    runtime.LD_PRELOAD: "through LD_PRELOAD",
+    runtime.LD_LIBRARY_PATH: "through LD_LIBRARY_PATH",
+    runtime.LOADER: "by the loader",
+}
+
+
+def _digest(p: Package) -> str:
+    return f"sha256 {p.sha256[:12]}…" if p.sha256 else f"md5 {p.md5[:12]}…"
+
+
+def _artifact_words(f: Finding) -> Words:
+    a, b = _pkg(f.reference), _pkg(f.found)
+    actual = f"{b.label()} with {_digest(b)}{_in(f)}"
+    fix = f"reinstall {a.label()} from the lock's URL{_in(f)} (another file carries its name)"
+    return Words(f"{a.label()} with {_digest(a)}", actual, fix)
+
+
+def _runtime_words(f: Finding) -> Words:
+    if f.kind is Kind.LOADED_OUTSIDE:
+        fix = _LOADED_FIX.get(f.cause, "").format(prefix=f.expected, subject=f.subject)
+        return Words(f"from {f.expected}", f"{f.actual} ({_CAUSE.get(f.cause, f.cause)})", fix)
+    if f.kind is Kind.LOADED_TWICE:
+        fix = f"one {f.subject} per process: unset LD_PRELOAD, or drop the other copy's folder"
+        return Words("one copy mapped", f.actual, fix + " from LD_LIBRARY_PATH")
+    locked = f" (locked {f.reference.label()})" if f.reference is not None else ""
+    fix = (
+        "install the locked environment (envtool install) and run its own bin/python"
+        if f.subject == "python"
+        else "install the locked packages into the environment (envtool install --lockfile "
+        "conda-lock.yml --prefix PREFIX) and remove other copies"
+    )
+    return Words(f"{f.subject} {f.expected}{locked}", f"{f.actual} loaded", fix)
+
+
 def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Words:
     """The expected/actual columns and the fix line of ``f``; ``nodeset`` folds host lists."""
     fix = _FIX.get(f.kind, "").format(subject=f.subject)
+    if f.kind.check is Check.RUNTIME:
+        return _runtime_words(f)
+    if f.kind is Kind.ARTIFACT_DIFFERS:
+        return _artifact_words(f)
     if f.reference is not None or f.found is not None:
         return _package_words(f)
     if f.cause == NO_MAJORITY:

@@ -12,7 +12,7 @@ from envtool import yamlio
 from envtool.judge.findings import Finding, failed, ordered
 from envtool.judge.verdict import Verdict
 from envtool.protocol import verify_report as vr
-from envtool.protocol.types import HostReport
+from envtool.protocol.types import HostReport, Runtime
 from envtool.report import console, junit
 from envtool.report.labels import failure_text, problem_text, words
 from envtool.report.text import visible, visible_all
@@ -41,6 +41,19 @@ def _maybe(text: str | None) -> str | None:
     return None if text is None else visible(text)
 
 
+def _runtime(rt: Runtime | None) -> vr.RuntimeEntry | None:
+    if rt is None:
+        return None
+    libraries = tuple(
+        vr.LibraryEntry(visible(lib.kind), visible(lib.path), _maybe(lib.version))
+        for lib in rt.libraries
+    )
+    return vr.RuntimeEntry(
+        visible(rt.executable), visible(rt.sys_prefix), _maybe(rt.user_site),
+        _maybe(rt.torch_file), libraries, visible_all(rt.net_plugins),
+    )  # fmt: skip
+
+
 def _facts(r: HostReport) -> vr.FactsEntry | None:
     f = r.facts
     if f is None:
@@ -50,7 +63,7 @@ def _facts(r: HostReport) -> vr.FactsEntry | None:
     return vr.FactsEntry(
         visible(f.hostname), visible(f.python), _maybe(f.torch), _maybe(f.cuda),
         f.cuda_available, f.device_count, devices, _maybe(f.driver), _maybe(f.cudnn),
-        _maybe(f.nccl), env, visible_all(f.notes),
+        _maybe(f.nccl), env, visible_all(f.notes), _runtime(f.runtime),
     )  # fmt: skip
 
 

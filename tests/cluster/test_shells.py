@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ENV_TEMPLATE, Project, require
+from conftest import RUNTIME_ENV, Project, require
 from fixtures import sshnodes
 
 ENVTOOL = str(Path(sys.executable).parent / "envtool")
@@ -20,7 +20,7 @@ TCSH = 'ForceCommand /usr/bin/tcsh -c "$SSH_ORIGINAL_COMMAND"'  # a csh-family l
 
 @pytest.fixture
 def installed(project: Project, python_channel: Path, tmp_path: Path) -> Path:
-    project.write_env(ENV_TEMPLATE.format(channel=python_channel.as_uri()))
+    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
     assert project.run("lock")[0] == 0
     prefix = tmp_path / "env"
     assert project.run("install", "--prefix", str(prefix))[0] == 0

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from conftest import ENV_TEMPLATE, Project
+from conftest import RUNTIME_ENV, Project
 from fixtures.prefixes import add_dist_info
 
 ENVTOOL = str(Path(sys.executable).parent / "envtool")
@@ -29,7 +29,7 @@ def _record(prefix: Path, name: str, version: str, build: str = "0") -> None:
 @pytest.fixture
 def hostile(project: Project, python_channel: Path, tmp_path: Path) -> tuple[Project, Path]:
     prefix = tmp_path / "env"
-    project.write_env(ENV_TEMPLATE.format(channel=python_channel.as_uri()))
+    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
     assert project.run("lock")[0] == 0
     assert project.run("install", "--prefix", str(prefix))[0] == 0
     numpy = next((prefix / "conda-meta").glob("numpy-*.json"))

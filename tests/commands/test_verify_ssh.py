@@ -14,32 +14,46 @@ from conftest import VIRTUAL_CUDA, Project, require, run_main
 from fixtures import sshnodes
 from fixtures.channel import build_channel, realistic_packages
 from fixtures.prefixes import add_dist_info
+from fixtures.runtime import DRIFTED_BUILD, SHORT, runtime_packages, torch_version
 
 from envtool.cli import main
 
-GOOD_ENV = """\
+GOOD_ENV = f"""\
 name: ddp
 channels:
-  - {channel}
+  - {{channel}}
 dependencies:
-  - python=3.9
-  - pytorch=*=cuda118*
+  - python={SHORT}
+  - pytorch=*=cpu*
   - cudatoolkit=11.8
   - nccl=2.18.3.1
   - numpy
   - pip
 """
-DRIFTED_ENV = GOOD_ENV.replace("pytorch=*=cuda118*", "pytorch=*=cpu*").replace(
+DRIFTED_ENV = GOOD_ENV.replace("pytorch=*=cpu*", DRIFTED_BUILD).replace(
     "nccl=2.18.3.1", "nccl=2.16.5.1"
 )
+OTHER_TORCH = "1.13.1"  # on node5's PYTHONPATH
+
+
+def other_torch(folder: Path) -> Path:
+    """A folder holding another torch (``import torch`` finds version and CUDA build)."""
+    (folder / "torch").mkdir(parents=True)
+    (folder / "torch" / "__init__.py").write_text(
+        f"__version__ = {OTHER_TORCH!r}\nfrom . import version\n"
+    )
+    (folder / "torch" / "version.py").write_text("cuda = None\ngit_version = 'other'\n")
+    return folder
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, sshnodes.Cluster]]:
-    """node1, node2: the lock; node3: drifted (cpu pytorch, older nccl, pip torch); node4 hung."""
+    """node1, node2: the lock; node3: drifted (older pytorch build, older nccl, pip torch);
+    node4 hung; node5: node1's prefix with another torch on PYTHONPATH (records clean)."""
     require(sshnodes.available(), "OpenSSH sshd is not installed (apt-get install openssh-server)")
+    require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
     root = tmp_path_factory.mktemp("lab")
-    channel = build_channel(root / "channel", realistic_packages(python_exe=sys.executable))
+    channel = build_channel(root / "channel", realistic_packages() + runtime_packages())
     proj = Project(root / "proj", channel, root / "cache")
     proj.root.mkdir()
     (proj.root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
@@ -62,7 +76,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, ssh
     add_dist_info(prefixes[2], "torch", "2.3.0")  # what pip install torch leaves
     proj.write_env(GOOD_ENV.format(channel=channel.as_uri()))
     assert proj.run("lock")[0] == 0
-    cluster = sshnodes.start_cluster(root / "ssh", [{"CONDA_PREFIX": str(p)} for p in prefixes])
+    envs = [{"CONDA_PREFIX": str(p)} for p in prefixes]
+    envs.append({"CONDA_PREFIX": str(prefixes[0]), "PYTHONPATH": str(other_torch(root / "o"))})
+    cluster = sshnodes.start_cluster(root / "ssh", envs)
     try:
         yield proj, cluster
     finally:
@@ -101,7 +117,8 @@ def test_two_good_nodes_are_clean(lab: tuple[Project, sshnodes.Cluster]) -> None
     assert code == 0, out + err
     doc = json.loads(out)
     assert doc["ok"] is True and [h["host"] for h in doc["hosts"]] == ["node1", "node2"]
-    assert all(h["ok"] and h["packages"] == 9 for h in doc["hosts"])
+    locked = (proj.root / "conda-lock.yml").read_text().count("manager: conda")
+    assert all(h["ok"] and h["packages"] == locked for h in doc["hosts"])
     assert all(f["severity"] != "error" for f in doc["findings"])
 
 

@@ -55,12 +55,14 @@ def test_an_nccl_drift_is_one_finding_not_two() -> None:
 
 
 def test_a_runtime_difference_without_a_package_cause_is_still_named() -> None:
+    """node3's records match the lock but its process loads NCCL 2.16.5: named against the
+    lock (runtime-differs), not again as a difference from the other nodes."""
     good = _env(*LOCK.packages)
-    rs = [HostReport(h, env=good, facts=facts()) for h in ("node1", "node2")]
-    rs.append(HostReport("node3", env=good, facts=facts(nccl="2.16.5")))
+    rs = [HostReport(h, env=good, facts=facts(torch="2.1.0")) for h in ("node1", "node2")]
+    rs.append(HostReport("node3", env=good, facts=facts(torch="2.1.0", nccl="2.16.5")))
     found = verdict.decide(rs, LOCK, POLICY)
-    assert [(f.kind, f.subject, f.hosts) for f in found] == [
-        (Kind.VERSION_MISMATCH, "NCCL", ("node3",))
+    assert [(f.kind, f.subject, f.hosts, f.expected, f.actual) for f in found] == [
+        (Kind.RUNTIME_DIFFERS, "NCCL", ("node3",), "2.18.3", "2.16.5")
     ]
 
 

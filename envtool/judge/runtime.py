@@ -1,0 +1,209 @@
+"""Pure checks of what a node's interpreter really loads against the lock and the prefix.
+
+The package records on disk say what was installed; the runtime facts (envtool_node/runtime)
+say what a job will run: the interpreter, the torch it imports, the NCCL/CUDA runtime/cuDNN
+libraries mapped into it. Each is compared with the locked package (``runtime-differs``),
+and each loaded from outside the probed prefix is named with the mechanism that put it
+there (``loaded-outside-prefix``, ``cause``). One cause, one finding: a version that differs
+because the file came from elsewhere is reported as the file from elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from envtool.judge.findings import Finding, Kind, Severity
+from envtool.judge.packages import by_key, effective
+from envtool.models import Environment, Package
+from envtool.protocol.types import HostReport, NodeFacts, Runtime
+from envtool_node.runtime import cudnn_version
+
+# What loaded a file from outside the prefix (``Finding.cause``; labels say the fix).
+INTERPRETER, PYTHONPATH, USER_SITE, SYS_PATH = "interpreter", "PYTHONPATH", "user-site", "sys.path"
+LD_PRELOAD, LD_LIBRARY_PATH, LOADER = "LD_PRELOAD", "LD_LIBRARY_PATH", "loader"
+# library kind → the subject its findings carry, and the lock keys that pin it
+LIBRARIES = {
+    "nccl": ("NCCL", ("nccl", "nvidia-nccl-cu11", "nvidia-nccl-cu12", "nvidia-nccl-cu13")),
+    "cudart": ("CUDA runtime", ()),
+    "cudnn": ("cuDNN", ("cudnn", "nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13")),
+}
+# a runtime subject → the subjects a file from outside the prefix already explains
+EXPLAINS = {"python": ("python",), "torch": ("torch", "torch CUDA")}
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One runtime value compared with the lock: the subject, what was loaded, the package
+    locked for it (None: the lock is silent, not checked)."""
+
+    subject: str
+    value: str | None
+    locked: Package | None
+    expected: str | None
+
+
+def locked(lock: Environment, keys: tuple[str, ...]) -> Package | None:
+    """The lock's package for the first of ``keys`` it has (pip's copy over conda's)."""
+    groups = by_key(lock.packages)
+    for key in keys:
+        if key in groups:
+            return effective(groups[key])
+    return None
+
+
+def _components(version: str, n: int) -> str:
+    return ".".join(version.split("+")[0].split(".")[:n])
+
+
+def build_cuda(pkg: Package) -> str | None:
+    """The CUDA major.minor a torch package is built for: conda ``cuda118_py39...`` or
+    ``py3.9_cuda11.8_cudnn8.7.0_0``, pip ``2.3.1+cu121``; ``cpu`` for a CPU build; None when
+    the package does not say."""
+    text = pkg.build if pkg.manager == "conda" else pkg.version.partition("+")[2]
+    if re.search(r"(^|[_+])cpu", text) or text == "cpu":
+        return "cpu"
+    dotted = re.search(r"cuda(\d+)\.(\d+)", text)
+    if dotted:
+        return f"{dotted.group(1)}.{dotted.group(2)}"
+    packed = re.search(r"cu(?:da)?(\d{2,3})(?!\d)", text)
+    if packed:
+        digits = packed.group(1)
+        return f"{digits[:-1]}.{digits[-1]}"
+    return None
+
+
+def _first_version(rt: Runtime | None, kind: str) -> str | None:
+    libs = rt.mapped(kind) if rt is not None else ()
+    return next((lib.version for lib in libs if lib.version), None)
+
+
+def compared(facts: NodeFacts, lock: Environment) -> list[Loaded]:
+    """Each runtime value beside the lock's (pure)."""
+    rt = facts.runtime
+    python = locked(lock, ("python",))
+    torch = locked(lock, ("torch",))
+    out = [Loaded("python", facts.python or None, python, python.version if python else None)]
+    out.append(Loaded("torch", facts.torch, torch, torch.version.split("+")[0] if torch else None))
+    want_cuda = build_cuda(torch) if torch is not None else None
+    have_cuda = facts.cuda if facts.cuda else ("cpu" if facts.torch else None)
+    out.append(Loaded("torch CUDA", have_cuda, torch if want_cuda else None, want_cuda))
+    nccl = locked(lock, LIBRARIES["nccl"][1])
+    have_nccl = _first_version(rt, "nccl") or facts.nccl
+    # a CPU torch loads no NCCL: nothing to compare (the torch CUDA line says why)
+    expect_nccl = nccl if facts.cuda else None
+    out.append(
+        Loaded("NCCL", have_nccl, expect_nccl, _components(nccl.version, 3) if nccl else None)
+    )
+    cudnn = locked(lock, LIBRARIES["cudnn"][1])
+    have_cudnn = _first_version(rt, "cudnn")
+    if have_cudnn is None and facts.cudnn and facts.cudnn.isdigit():
+        have_cudnn = cudnn_version(int(facts.cudnn))
+    expect_cudnn = cudnn if facts.cuda else None
+    out.append(
+        Loaded("cuDNN", have_cudnn, expect_cudnn, _components(cudnn.version, 3) if cudnn else None)
+    )
+    return out
+
+
+def _same(subject: str, have: str, want: str) -> bool:
+    if subject == "torch":
+        return have.split("+")[0] == want
+    if subject in ("NCCL", "cuDNN"):
+        return _components(have, 3) == want
+    return have == want
+
+
+def against_lock(facts: NodeFacts, lock: Environment) -> list[Finding]:
+    """``runtime-differs`` for each loaded value that is not the locked one."""
+    out = []
+    for item in compared(facts, lock):
+        if item.locked is None or item.expected is None:
+            continue
+        have = item.value or "(not loaded)"
+        if item.value is None or not _same(item.subject, item.value, item.expected):
+            out.append(
+                Finding(Kind.RUNTIME_DIFFERS, Severity.ERROR, item.subject, item.expected,
+                        have, reference=item.locked.identity())
+            )  # fmt: skip
+    return out
+
+
+def inside(path: str, roots: tuple[str, ...]) -> bool:
+    """``path`` is one of ``roots`` or under one (paths as the node wrote them)."""
+    path = os.path.normpath(path)
+    for root in roots:
+        root = os.path.normpath(root) if root else ""
+        if root and (path == root or path.startswith(root.rstrip("/") + "/")):
+            return True
+    return False
+
+
+def _folders(value: str) -> list[str]:
+    return [os.path.normpath(p) for p in value.replace(" ", ":").split(":") if p]
+
+
+def _python_cause(rt: Runtime, env: dict[str, str]) -> str:
+    entry = os.path.normpath(rt.torch_entry) if rt.torch_entry else ""
+    if entry and entry in _folders(env.get("PYTHONPATH", "")):
+        return PYTHONPATH
+    if entry and rt.user_site and entry == os.path.normpath(rt.user_site):
+        return USER_SITE
+    return SYS_PATH
+
+
+def _library_cause(path: str, env: dict[str, str]) -> str:
+    if os.path.normpath(path) in _folders(env.get("LD_PRELOAD", "")):
+        return LD_PRELOAD
+    if os.path.dirname(os.path.normpath(path)) in _folders(env.get("LD_LIBRARY_PATH", "")):
+        return LD_LIBRARY_PATH
+    return LOADER
+
+
+def _outside(subject: str, prefix: str, actual: str, cause: str) -> Finding:
+    return Finding(Kind.LOADED_OUTSIDE, Severity.ERROR, subject, prefix, actual, cause=cause)
+
+
+def outside_prefix(facts: NodeFacts, prefix: str) -> list[Finding]:
+    """The interpreter, torch and each library that did not come from ``prefix``."""
+    rt, env = facts.runtime, dict(facts.env)
+    if rt is None or not prefix:
+        return []
+    roots = (prefix, rt.real_prefix) if inside(rt.sys_prefix, (prefix,)) else (prefix,)
+    out = []
+    if rt.sys_prefix and not inside(rt.sys_prefix, roots):
+        out.append(_outside("python", prefix, f"sys.prefix {rt.sys_prefix}", INTERPRETER))
+    if rt.torch_file and not inside(rt.torch_file, roots):
+        torch = f"torch {facts.torch or '?'} at {os.path.dirname(rt.torch_file)}"
+        out.append(_outside("torch", prefix, torch, _python_cause(rt, env)))
+    for kind, (subject, _) in LIBRARIES.items():
+        for lib in rt.mapped(kind):
+            if not inside(lib.path, roots):
+                version = f" {lib.version}" if lib.version else ""
+                actual = f"{os.path.basename(lib.path)}{version} at {os.path.dirname(lib.path)}"
+                out.append(_outside(subject, prefix, actual, _library_cause(lib.path, env)))
+        if len(rt.mapped(kind)) > 1:
+            paths = ", ".join(lib.path for lib in rt.mapped(kind))
+            out.append(Finding(Kind.LOADED_TWICE, Severity.ERROR, subject, "one copy", paths))
+    return out
+
+
+def check(report: HostReport, lock: Environment | None) -> list[Finding]:
+    """A host's runtime against its prefix and the lock; one cause, one finding."""
+    facts = report.facts
+    if facts is None:
+        return []
+    outside = outside_prefix(facts, report.prefix or (report.env.prefix if report.env else ""))
+    explained = {s for f in outside for s in EXPLAINS.get(f.subject, (f.subject,))}
+    differs = [f for f in (against_lock(facts, lock) if lock else []) if f.subject not in explained]
+    return [Finding(f.kind, f.severity, f.subject, f.expected, f.actual, (report.host,),
+                    f.reference, cause=f.cause) for f in outside + differs]  # fmt: skip
+
+
+def plugins(facts: NodeFacts) -> str:
+    """The NCCL network plugins a node would load, as one comparable value."""
+    rt = facts.runtime
+    found = sorted({os.path.basename(p) for p in (rt.net_plugins if rt else ())})
+    named = dict(facts.env).get("NCCL_NET_PLUGIN")
+    return ", ".join(found + ([f"NCCL_NET_PLUGIN={named}"] if named else [])) or "none"
