@@ -147,6 +147,7 @@ def _torch(path: list[str]) -> dict[str, Any] | None:
     version = getattr(torch, "version", None)
     return {
         "file": where,
+        "real_file": os.path.realpath(where),
         "entry": _entry_of(os.path.dirname(os.path.dirname(where)), path),
         "git_version": str(getattr(version, "git_version", "") or "") or None,
     }

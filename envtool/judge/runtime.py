@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from envtool.judge.findings import Finding, Kind, Severity
 from envtool.judge.packages import by_key, effective
@@ -79,6 +79,14 @@ def _first_version(rt: Runtime | None, kind: str) -> str | None:
     return next((lib.version for lib in libs if lib.version), None)
 
 
+def _library_pin(lock: Environment, keys: tuple[str, ...], have: str | None) -> Package | None:
+    """The locked package a loaded library is held to: the one of its version when the lock
+    pins several (conda's nccl and a pip wheel's), else the first."""
+    pins = [p for p in (locked(lock, (key,)) for key in keys) if p is not None]
+    same = [p for p in pins if have and _components(p.version, 3) == _components(have, 3)]
+    return next(iter(same or pins), None)
+
+
 def compared(facts: NodeFacts, lock: Environment) -> list[Loaded]:
     """Each runtime value beside the lock's (pure)."""
     rt = facts.runtime
@@ -89,17 +97,17 @@ def compared(facts: NodeFacts, lock: Environment) -> list[Loaded]:
     want_cuda = build_cuda(torch) if torch is not None else None
     have_cuda = facts.cuda if facts.cuda else ("cpu" if facts.torch else None)
     out.append(Loaded("torch CUDA", have_cuda, torch if want_cuda else None, want_cuda))
-    nccl = locked(lock, LIBRARIES["nccl"][1])
     have_nccl = _first_version(rt, "nccl") or facts.nccl
+    nccl = _library_pin(lock, LIBRARIES["nccl"][1], have_nccl)
     # a CPU torch loads no NCCL: nothing to compare (the torch CUDA line says why)
     expect_nccl = nccl if facts.cuda else None
     out.append(
         Loaded("NCCL", have_nccl, expect_nccl, _components(nccl.version, 3) if nccl else None)
     )
-    cudnn = locked(lock, LIBRARIES["cudnn"][1])
     have_cudnn = _first_version(rt, "cudnn")
     if have_cudnn is None and facts.cudnn and facts.cudnn.isdigit():
         have_cudnn = cudnn_version(int(facts.cudnn))
+    cudnn = _library_pin(lock, LIBRARIES["cudnn"][1], have_cudnn)
     expect_cudnn = cudnn if facts.cuda else None
     out.append(
         Loaded("cuDNN", have_cudnn, expect_cudnn, _components(cudnn.version, 3) if cudnn else None)
@@ -170,10 +178,17 @@ def outside_prefix(facts: NodeFacts, prefix: str) -> list[Finding]:
     rt, env = facts.runtime, dict(facts.env)
     if rt is None or not prefix:
         return []
-    roots = (prefix, rt.real_prefix) if inside(rt.sys_prefix, (prefix,)) else (prefix,)
+    roots: tuple[str, ...] = (prefix,)
+    if inside(rt.sys_prefix, roots):
+        roots += (rt.real_prefix,)
+    if rt.torch_file and rt.torch_real_file and inside(rt.torch_file, roots):
+        # the prefix's torch is a link (conda softlinks, a linked checkout): the libraries
+        # its RPATH names sit beside where it really is, and come with it
+        roots += (os.path.dirname(os.path.dirname(os.path.dirname(rt.torch_real_file))),)
     out = []
     if rt.sys_prefix and not inside(rt.sys_prefix, roots):
-        out.append(_outside("python", prefix, f"sys.prefix {rt.sys_prefix}", INTERPRETER))
+        python = f"python {facts.python or '?'} of {rt.sys_prefix}"
+        out.append(_outside("python", prefix, python, INTERPRETER))
     if rt.torch_file and not inside(rt.torch_file, roots):
         torch = f"torch {facts.torch or '?'} at {os.path.dirname(rt.torch_file)}"
         out.append(_outside("torch", prefix, torch, _python_cause(rt, env)))
@@ -189,12 +204,20 @@ def outside_prefix(facts: NodeFacts, prefix: str) -> list[Finding]:
     return out
 
 
+def _with_reference(f: Finding, pkg: Package | None) -> Finding:
+    return f if pkg is None else replace(f, reference=pkg.identity())
+
+
 def check(report: HostReport, lock: Environment | None) -> list[Finding]:
     """A host's runtime against its prefix and the lock; one cause, one finding."""
     facts = report.facts
     if facts is None:
         return []
     outside = outside_prefix(facts, report.prefix or (report.env.prefix if report.env else ""))
+    if lock is not None:  # name the locked version beside the file from elsewhere
+        pinned = {"python": locked(lock, ("python",)), "torch": locked(lock, ("torch",))}
+        pinned.update((s, locked(lock, keys)) for s, keys in LIBRARIES.values())
+        outside = [_with_reference(f, pinned.get(f.subject)) for f in outside]
     explained = {s for f in outside for s in EXPLAINS.get(f.subject, (f.subject,))}
     differs = [f for f in (against_lock(facts, lock) if lock else []) if f.subject not in explained]
     return [Finding(f.kind, f.severity, f.subject, f.expected, f.actual, (report.host,),

@@ -155,6 +155,7 @@ def read_runtime(value: Any) -> Runtime | None:
         _text(doc, "user_site", PATH_LIMIT),
         _paths(doc.get("path"), "runtime.path"),
         _text(torch, "file", PATH_LIMIT),
+        _text(torch, "real_file", PATH_LIMIT),
         _text(torch, "entry", PATH_LIMIT),
         _text(torch, "git_version", 80),
         tuple(_library(x) for x in _list(doc.get("libraries"), "libraries")[:MAX_LIBRARIES]),

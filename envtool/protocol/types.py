@@ -40,6 +40,7 @@ class Runtime:
     user_site: str | None = None  # the user site folder, when it is on
     path: tuple[str, ...] = ()  # sys.path, envtool's own folder left out
     torch_file: str | None = None
+    torch_real_file: str | None = None  # symlinks resolved
     torch_entry: str | None = None  # the sys.path entry torch was found under
     torch_git: str | None = None
     libraries: tuple[Library, ...] = ()

@@ -142,7 +142,9 @@ def _artifact_words(f: Finding) -> Words:
 def _runtime_words(f: Finding) -> Words:
     if f.kind is Kind.LOADED_OUTSIDE:
         fix = _LOADED_FIX.get(f.cause, "").format(prefix=f.expected, subject=f.subject)
-        return Words(f"from {f.expected}", f"{f.actual} ({_CAUSE.get(f.cause, f.cause)})", fix)
+        pinned = f"{f.reference.label()} " if f.reference is not None else ""
+        actual = f"{f.actual} ({_CAUSE.get(f.cause, f.cause)})"
+        return Words(f"{pinned}from {f.expected}", actual, fix)
     if f.kind is Kind.LOADED_TWICE:
         fix = f"one {f.subject} per process: unset LD_PRELOAD, or drop the other copy's folder"
         return Words("one copy mapped", f.actual, fix + " from LD_LIBRARY_PATH")

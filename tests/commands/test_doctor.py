@@ -20,10 +20,19 @@ from conftest import VIRTUAL_CUDA, require, run_main
 from fixtures.channel import build_channel, realistic_packages
 from fixtures.gpu import cuda_devices, ddp_plan
 from fixtures.prefixes import add_dist_info, install_prefix
+from fixtures.runtime import DRIFTED_BUILD, SHORT, TORCH_SPEC, runtime_packages, torch_version
+from fixtures.runtime import SP as RUNTIME_SP
 
 from envtool.cli import main
 
-ENV = """\
+ENV = f"""\
+name: ddp
+channels: [{{channel}}]
+dependencies: [python={SHORT}, {TORCH_SPEC}, cudatoolkit=11.8, nccl=2.18.3.1, numpy, pip]
+"""
+# The lock the H100 report was made against: python 3.9, a CUDA 11.8 pytorch; the prefix
+# installed from it runs this machine's interpreter and torch (a wrapper bin/python).
+NOT_WHAT_RUNS = """\
 name: ddp
 channels: [{channel}]
 dependencies: [python=3.9, "pytorch=*=cuda118*", cudatoolkit=11.8, nccl, numpy, pip]
@@ -83,9 +92,11 @@ def _torch_available() -> bool:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """A lock of a local channel whose python runs this interpreter (with torch), installed."""
+    """A lock of a local channel that describes what runs here (fixtures/runtime.py), and a
+    prefix installed from it."""
+    require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
     base = tmp_path_factory.mktemp("doctor")
-    channel = build_channel(base / "channel", realistic_packages(python_exe=sys.executable))
+    channel = build_channel(base / "channel", realistic_packages() + runtime_packages())
     root = base / "proj"
     root.mkdir()
     (root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
@@ -123,7 +134,11 @@ def test_good_prefix_all_pass(lab: Lab) -> None:
     backend, ranks = ddp_plan(2)  # gloo on 2 CPU processes; NCCL on one GPU each
     assert f"{ranks} ranks, {backend}" in lines["ddp"]
     assert "gradients equal across ranks" in lines["ddp"]
-    assert f"all {9} packages match the lock" in lines["packages"]
+    records = len(list((lab.good / "conda-meta").glob("*.json")))
+    assert f"all {records} packages match the lock" in lines["packages"]
+    # the torch step names what was imported, from where, and that it is the locked runtime
+    assert f"from {lab.good}/lib/python{SHORT}/site-packages/torch" in lines["torch"]
+    assert "as locked: python, torch, torch CUDA" in lines["torch"]
 
 
 def test_cuda_required_on_a_cpu_machine_fails_with_the_fix(lab: Lab) -> None:
@@ -166,7 +181,8 @@ def test_install_flag_installs_then_everything_passes(lab: Lab, tmp_path: Path) 
         "--no-ddp",
         *_ports(),
     )
-    assert "installed 9 packages into" in _lines(out)["environment"], out + err
+    locked = (lab.root / "conda-lock.yml").read_text().count("manager: conda")
+    assert f"installed {locked} packages into" in _lines(out)["environment"], out + err
     assert (target / "conda-meta").is_dir()
     assert _lines(out)["packages"].startswith("✓")
     if _torch_available():  # --no-ddp: no claim that a DDP step ran
@@ -175,9 +191,12 @@ def test_install_flag_installs_then_everything_passes(lab: Lab, tmp_path: Path) 
 
 
 def test_drifted_prefix_names_each_difference_and_the_fix(lab: Lab, tmp_path: Path) -> None:
-    specs = ["python 3.9.*", "pytorch * cpu*", "cudatoolkit 11.8.*", "nccl 2.16.5.1", "pip"]
+    older = DRIFTED_BUILD.strip('"').replace("=", " ")
+    specs = [f"python {SHORT}.*", older, "cudatoolkit 11.8.*", "nccl 2.16.5.1", "pip"]
     drifted = install_prefix(lab.channel, [*specs, "numpy"], tmp_path / "drifted", tmp_path / "c")
-    add_dist_info(drifted, "torch", "2.3.0")  # pip install torch over conda's pytorch
+    add_dist_info(
+        drifted, "torch", "2.3.0", sp=RUNTIME_SP
+    )  # pip install torch over conda's pytorch
     code, out, _ = lab.doctor("--prefix", str(drifted), "--min-gpus", "0", "--no-ddp", *_ports())
     assert code == 1
     line = _lines(out)["packages"]
@@ -190,7 +209,7 @@ def test_drifted_prefix_names_each_difference_and_the_fix(lab: Lab, tmp_path: Pa
 def test_only_pip_shadowing_gets_the_uninstall_fix(lab: Lab, tmp_path: Path) -> None:
     shadowed = tmp_path / "shadowed"
     shutil.copytree(lab.good, shadowed, symlinks=True)
-    add_dist_info(shadowed, "torch", "2.3.0")
+    add_dist_info(shadowed, "torch", "2.3.0", sp=RUNTIME_SP)
     code, out, _ = lab.doctor("--prefix", str(shadowed), "--min-gpus", "0", "--no-ddp", *_ports())
     assert code == 1
     assert "fix: pip uninstall torch" in _lines(out)["packages"]
@@ -335,3 +354,70 @@ def test_master_port_from_the_environment_is_checked(
     assert code == 1
     line = _lines(out)["ports"]
     assert line.startswith("✗") and "MASTER_PORT='70000' is not a port" in line
+
+
+def _other_torch(folder: Path, version: str) -> Path:
+    """A folder holding another torch: what ``pip install --user torch==X`` or a checkout on
+    PYTHONPATH leaves (``import torch`` finds its version and CUDA build)."""
+    (folder / "torch").mkdir(parents=True)
+    (folder / "torch" / "__init__.py").write_text(
+        f"__version__ = {version!r}\nfrom . import version\n"
+    )
+    (folder / "torch" / "version.py").write_text("cuda = None\ngit_version = 'other'\n")
+    return folder
+
+
+def test_a_runtime_that_is_not_the_locked_one_fails(
+    lab: Lab, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The H100 report: records lock python 3.9.18 and a CUDA 11.8 pytorch, bin/python runs
+    this interpreter and its torch. doctor said "matches the lock"; now the torch step names
+    the interpreter and its version beside the locked one, and the run fails."""
+    base = tmp_path_factory.mktemp("not-what-runs")
+    wrapper = build_channel(base / "channel", realistic_packages(python_exe=sys.executable))
+    (base / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
+    (base / "environment.yml").write_text(NOT_WHAT_RUNS.format(channel=wrapper.as_uri()))
+    cache = ("--cache-dir", str(base / "cache"))
+    assert run_main(main, base, [], ("lock", *cache))[0] == 0
+    prefix = base / "env"
+    args = ("install", "--allow-insecure-url", "--prefix", str(prefix), *cache)
+    assert run_main(main, base, [], args)[0] == 0
+    code, out, _ = run_main(
+        main, base, [], ("doctor", "--prefix", str(prefix), "--min-gpus", "0", *_ports())
+    )
+    assert code == 1
+    lines = _lines(out)
+    assert lines["packages"].startswith("✓")  # the records are as locked...
+    torch_line = lines["torch"]  # ...what runs is not
+    assert torch_line.startswith("✗"), out
+    here = ".".join(str(n) for n in sys.version_info[:3])
+    assert f"python {here}" in torch_line and "python=3.9.18" in torch_line
+    assert "another interpreter" in torch_line and "fix: " in torch_line
+    assert "matches the lock" not in out
+
+
+def test_torch_on_pythonpath_fails_with_its_version_path_and_variable(
+    lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = _other_torch(tmp_path / "src", "1.13.1")
+    monkeypatch.setenv("PYTHONPATH", str(other))
+    code, out, _ = lab.doctor("--prefix", str(lab.good), "--min-gpus", "0", "--no-ddp", *_ports())
+    assert code == 1
+    line = _lines(out)["torch"]
+    assert line.startswith("✗") and "torch 1.13.1" in line and str(other) in line
+    assert "PYTHONPATH" in line and "fix: unset PYTHONPATH" in line
+    assert "matches the lock" not in out
+
+
+def test_a_record_with_the_locked_name_but_another_hash_fails(lab: Lab, tmp_path: Path) -> None:
+    """A rebuilt or re-uploaded artifact: same name-version-build, another sha256."""
+    swapped = tmp_path / "swapped"
+    shutil.copytree(lab.good, swapped, symlinks=True)
+    (record,) = (swapped / "conda-meta").glob("nccl-*.json")
+    doc = json.loads(record.read_text())
+    doc["sha256"] = "0" * 64
+    record.write_text(json.dumps(doc))
+    code, out, _ = lab.doctor("--prefix", str(swapped), "--min-gpus", "0", "--no-ddp", *_ports())
+    assert code == 1
+    line = _lines(out)["packages"]
+    assert line.startswith("✗") and "artifact-differs nccl" in line and "sha256 000000" in line

@@ -14,7 +14,15 @@ from conftest import VIRTUAL_CUDA, Project, require, run_main
 from fixtures import sshnodes
 from fixtures.channel import build_channel, realistic_packages
 from fixtures.prefixes import add_dist_info
-from fixtures.runtime import DRIFTED_BUILD, SHORT, runtime_packages, torch_version
+from fixtures.runtime import (
+    DRIFTED_BUILD,
+    SHORT,
+    SP,
+    TORCH_BUILD,
+    TORCH_SPEC,
+    runtime_packages,
+    torch_version,
+)
 
 from envtool.cli import main
 
@@ -24,15 +32,13 @@ channels:
   - {{channel}}
 dependencies:
   - python={SHORT}
-  - pytorch=*=cpu*
+  - {TORCH_SPEC}
   - cudatoolkit=11.8
   - nccl=2.18.3.1
   - numpy
   - pip
 """
-DRIFTED_ENV = GOOD_ENV.replace("pytorch=*=cpu*", DRIFTED_BUILD).replace(
-    "nccl=2.18.3.1", "nccl=2.16.5.1"
-)
+DRIFTED_ENV = GOOD_ENV.replace(TORCH_SPEC, DRIFTED_BUILD).replace("nccl=2.18.3.1", "nccl=2.16.5.1")
 OTHER_TORCH = "1.13.1"  # on node5's PYTHONPATH
 
 
@@ -73,7 +79,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, ssh
         )
         assert code == 0, err
         prefixes.append(prefix)
-    add_dist_info(prefixes[2], "torch", "2.3.0")  # what pip install torch leaves
+    add_dist_info(prefixes[2], "torch", "2.3.0", sp=SP)  # what pip install torch leaves
     proj.write_env(GOOD_ENV.format(channel=channel.as_uri()))
     assert proj.run("lock")[0] == 0
     envs = [{"CONDA_PREFIX": str(p)} for p in prefixes]
@@ -129,7 +135,7 @@ def test_drifted_node_is_named_with_each_difference(lab: tuple[Project, sshnodes
     findings = json.loads(out)["findings"]
     by_kind = {(f["kind"], f["subject"]): f for f in findings}
     assert by_kind[("build-differs", "pytorch")]["hosts"] == ["node3"]
-    assert "cpu_" in by_kind[("build-differs", "pytorch")]["actual"]
+    assert f"{TORCH_BUILD}_" in by_kind[("build-differs", "pytorch")]["actual"]
     assert by_kind[("version-differs", "nccl")]["hosts"] == ["node3"]
     assert by_kind[("pip-shadowing", "torch")]["hosts"] == ["node3"]
 
