@@ -194,9 +194,7 @@ def test_drifted_prefix_names_each_difference_and_the_fix(lab: Lab, tmp_path: Pa
     older = DRIFTED_BUILD.strip('"').replace("=", " ")
     specs = [f"python {SHORT}.*", older, "cudatoolkit 11.8.*", "nccl 2.16.5.1", "pip"]
     drifted = install_prefix(lab.channel, [*specs, "numpy"], tmp_path / "drifted", tmp_path / "c")
-    add_dist_info(
-        drifted, "torch", "2.3.0", sp=RUNTIME_SP
-    )  # pip install torch over conda's pytorch
+    add_dist_info(drifted, "torch", "2.3.0", sp=RUNTIME_SP)  # pip install torch over pytorch
     code, out, _ = lab.doctor("--prefix", str(drifted), "--min-gpus", "0", "--no-ddp", *_ports())
     assert code == 1
     line = _lines(out)["packages"]

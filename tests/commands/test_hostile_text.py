@@ -40,9 +40,8 @@ def hostile(project: Project, python_channel: Path, tmp_path: Path) -> tuple[Pro
     _record(prefix, SCREEN, "1.0")
     for name, version in (("hidden", "[conceal]9.9.9[/conceal]"), ("markup", "[/bold]")):
         meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
-        add_dist_info(
-            prefix, name, "0", metadata=meta, sp=runtime.SP
-        )  # pip's METADATA says the version
+        # pip's METADATA says the version
+        add_dist_info(prefix, name, "0", metadata=meta, sp=runtime.SP)
     _record(prefix, "bytes\udcff", "1.0")  # a file name that is not UTF-8
     return project, prefix
 
