@@ -1,9 +1,10 @@
 """``envtool doctor`` (all seven steps) vs its DDP step alone, a bare ``torchrun``, in one run.
 
-A local channel whose ``python`` runs this interpreter (with torch), locked and installed into
-a prefix; then, alternately, the whole ``envtool doctor --prefix P --min-gpus 0`` and the bare
-``torchrun --standalone --nproc-per-node=2 -m envtool_node.ddp_smoke --worker`` that its ``ddp``
-step launches. The ratio is what the six other steps and envtool itself add to the DDP run a
+A local channel that describes this interpreter and its torch (tests/fixtures/runtime.py),
+locked and installed into a prefix; then, alternately, the whole
+``envtool doctor --prefix P --min-gpus 0`` and the bare
+``torchrun --standalone --nproc-per-node=2 -m envtool_node.ddp_smoke --worker`` that its
+``ddp`` step launches. The ratio is what the six other steps and envtool itself add to the DDP run a
 user would otherwise launch by hand.
 
     python bench/bench_doctor.py [--runs 5]
@@ -23,9 +24,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from fixtures.channel import build_channel, realistic_packages  # noqa: E402
+from fixtures.runtime import SHORT, TORCH_SPEC, runtime_packages  # noqa: E402
 
 BIN = Path(sys.executable).parent
-ENV = "name: ddp\nchannels: [{}]\ndependencies: [python=3.9, 'pytorch=*=cuda118*', nccl, pip]\n"
+ENV = f"name: ddp\nchannels: [{{}}]\ndependencies: [python={SHORT}, {TORCH_SPEC}, nccl, pip]\n"
 VIRTUAL = 'subdirs:\n  linux-64:\n    packages:\n      __cuda: "11.8"\n      __glibc: "2.28"\n'
 
 
@@ -44,7 +46,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="envtool-bench-doctor-") as tmp:
         work = Path(tmp)
-        channel = build_channel(work / "channel", realistic_packages(python_exe=sys.executable))
+        channel = build_channel(work / "channel", realistic_packages() + runtime_packages())
         (work / "environment.yml").write_text(ENV.format(channel.as_uri()))
         (work / "virtual-packages.yml").write_text(VIRTUAL)
         envtool = str(BIN / "envtool")

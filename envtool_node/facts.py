@@ -3,7 +3,10 @@
 Runs on cluster nodes under the environment's Python (3.9+), standard library plus torch.
 Without torch or without a GPU it reports what it can and says why in ``notes``.
 
-    python -m envtool_node.facts [--no-torch]
+    python -m envtool_node.facts [--no-torch] [--no-runtime]
+
+``--no-runtime`` leaves out what the interpreter really loaded (bench/bench_runtime.py
+measures what that part costs).
 """
 
 from __future__ import annotations
@@ -147,7 +150,7 @@ def torch_facts(notes: list[str]) -> dict[str, Any]:
     return facts
 
 
-def collect(use_torch: bool = True) -> dict[str, Any]:
+def collect(use_torch: bool = True, use_runtime: bool = True) -> dict[str, Any]:
     """Every fact this probe reports, as a JSON-ready dict."""
     notes: list[str] = []
     doc: dict[str, Any] = {
@@ -167,7 +170,7 @@ def collect(use_torch: bool = True) -> dict[str, Any]:
     else:
         notes.append("torch not queried (--no-torch)")
     try:  # after torch: its libraries are mapped by now
-        doc["runtime"] = runtime.collect()
+        doc["runtime"] = runtime.collect() if use_runtime else None
     except Exception as exc:  # the rest of the facts stand without it
         doc["runtime"] = None
         notes.append("runtime probe failed: %s" % (str(exc).splitlines() or ["?"])[0])
@@ -178,11 +181,12 @@ def collect(use_torch: bool = True) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """Print the facts; exit 0 whenever the probe could run."""
     args = sys.argv[1:] if argv is None else argv
-    unknown = [a for a in args if a != "--no-torch"]
+    unknown = [a for a in args if a not in ("--no-torch", "--no-runtime")]
     if unknown:
         sys.stderr.write("envtool_node.facts: unknown argument %s\n" % unknown[0])
         return 2
-    print(json.dumps(collect(use_torch="--no-torch" not in args), sort_keys=True))
+    doc = collect(use_torch="--no-torch" not in args, use_runtime="--no-runtime" not in args)
+    print(json.dumps(doc, sort_keys=True))
     return 0
 
 

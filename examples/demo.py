@@ -1,10 +1,12 @@
 """``make demo``: envtool finding a drifted node, on one machine, in about a minute.
 
-Builds a local conda channel, locks an environment, installs it into three prefixes (one of
-them drifted: a CPU pytorch build, an older NCCL, and `pip install torch` on top), starts
-three OpenSSH sshd "nodes" on loopback addresses, each with its own prefix, runs
-`envtool verify` over ssh and shows the report; then `envtool doctor` as a new lab member
-runs it on their own machine (node1's prefix); then stops the nodes and removes everything.
+Builds a local conda channel whose python and pytorch are this interpreter and its torch
+(tests/fixtures/runtime.py: the records describe what really runs), locks an environment,
+installs it into three prefixes (one of them drifted: an older pytorch build, an older NCCL,
+`pip install torch` on top, and another torch on its PYTHONPATH), starts three OpenSSH sshd
+"nodes" on loopback addresses, each with its own prefix, runs `envtool verify` over ssh and
+shows the report; then `envtool doctor` as a new lab member runs it on their own machine
+(node1's prefix); then stops the nodes and removes everything.
 """
 
 from __future__ import annotations
@@ -21,11 +23,19 @@ sys.path.insert(0, str(REPO / "tests"))
 from fixtures import sshnodes  # noqa: E402
 from fixtures.channel import build_channel, realistic_packages  # noqa: E402
 from fixtures.prefixes import add_dist_info  # noqa: E402
+from fixtures.runtime import (  # noqa: E402
+    DRIFTED_BUILD,
+    SHORT,
+    SP,
+    TORCH_SPEC,
+    runtime_packages,
+    torch_version,
+)
 
-ENV = """\
+ENV = f"""\
 name: ddp
-channels: [{channel}]
-dependencies: [python=3.9, "pytorch=*=cuda118*", cudatoolkit=11.8, nccl=2.18.3.1, numpy, pip]
+channels: [{{channel}}]
+dependencies: [python={SHORT}, {TORCH_SPEC}, cudatoolkit=11.8, nccl=2.18.3.1, numpy, pip]
 """
 VIRTUAL = 'subdirs:\n  linux-64:\n    packages:\n      __cuda: "11.8"\n      __glibc: "2.28"\n'
 BIN = Path(sys.executable).parent
@@ -41,15 +51,16 @@ def main() -> int:
     if not sshnodes.available():
         print("make demo needs OpenSSH's sshd (apt-get install openssh-server)", file=sys.stderr)
         return 2
+    if torch_version() is None:
+        print("make demo needs torch in envtool's environment (make .venv)", file=sys.stderr)
+        return 2
     work = Path(tempfile.mkdtemp(prefix="envtool-demo-"))
     cluster = None
     try:
-        channel = build_channel(work / "channel", realistic_packages(python_exe=sys.executable))
+        channel = build_channel(work / "channel", realistic_packages() + runtime_packages())
         (work / "virtual-packages.yml").write_text(VIRTUAL)
         env = ENV.format(channel=channel.as_uri())
-        drifted = env.replace("pytorch=*=cuda118*", "pytorch=*=cpu*").replace(
-            "nccl=2.18.3.1", "nccl=2.16.5.1"
-        )
+        drifted = env.replace(TORCH_SPEC, DRIFTED_BUILD).replace("nccl=2.18.3.1", "nccl=2.16.5.1")
         (work / "environment.yml").write_text(drifted)
         envtool(work, "lock", "--lockfile", "drifted.lock.yml")
         envtool(
@@ -61,17 +72,21 @@ def main() -> int:
             "--prefix",
             "node3-env",
         )
-        add_dist_info(work / "node3-env", "torch", "2.3.0")  # pip install torch
+        add_dist_info(work / "node3-env", "torch", "2.3.0", sp=SP)  # pip install torch
+        other = work / "src" / "torch"  # a torch checkout on node3's PYTHONPATH
+        other.mkdir(parents=True)
+        (other / "__init__.py").write_text("__version__ = '1.13.1'\nfrom . import version\n")
+        (other / "version.py").write_text("cuda = None\ngit_version = 'checkout'\n")
         (work / "environment.yml").write_text(env)
         envtool(work, "lock")
         for node in ("node1", "node2"):
             envtool(work, "install", "--allow-insecure-url", "--prefix", f"{node}-env")
-        cluster = sshnodes.start_cluster(
-            work / "ssh", [{"CONDA_PREFIX": str(work / f"node{i}-env")} for i in (1, 2, 3)]
-        )
+        envs = [{"CONDA_PREFIX": str(work / f"node{i}-env")} for i in (1, 2, 3)]
+        envs[2]["PYTHONPATH"] = str(work / "src")
+        cluster = sshnodes.start_cluster(work / "ssh", envs)
         print(
-            "\nthree sshd nodes on 127.0.0.2-4; node3 was installed from another spec "
-            "and has pip's torch on top\n",
+            "\nthree sshd nodes on 127.0.0.2-4; node3 was installed from another spec, "
+            "has pip's torch on top and another torch on its PYTHONPATH\n",
             flush=True,
         )
         code = envtool(

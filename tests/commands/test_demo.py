@@ -30,6 +30,8 @@ def test_demo_finds_the_drifted_node_and_doctor_passes() -> None:
         "build-differs",
         "pip-shadowing",
         "version-differs",
+        "loaded-outside-prefix",
+        "PYTHONPATH",
         "node3",
         "envtool verify exited 1",
     ):

@@ -12,30 +12,32 @@ import pytest
 from conftest import VIRTUAL_CUDA, Project, require, run_main
 from fixtures import slurm
 from fixtures.channel import build_channel, realistic_packages
+from fixtures.runtime import DRIFTED_BUILD, SHORT, TORCH_SPEC, runtime_packages, torch_version
 
 from envtool.cli import main
 
-ENV = """\
+ENV = f"""\
 name: ddp
-channels: [{channel}]
-dependencies: [python=3.9, "pytorch=*={build}*", cudatoolkit=11.8, nccl, numpy, pip]
+channels: [{{channel}}]
+dependencies: [python={SHORT}, {{pytorch}}, cudatoolkit=11.8, nccl, numpy, pip]
 """
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, Path]]:
-    """node1, node2: the lock; node3: a cpu pytorch build; node4: its python fails."""
+    """node1, node2: the lock; node3: an older pytorch build; node4: its python fails."""
     require(
         slurm.available(),
         "Slurm is not installed (apt-get install slurmctld slurmd slurm-client munge)",
     )
+    require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
     root = tmp_path_factory.mktemp("slurmlab")
-    channel = build_channel(root / "channel", realistic_packages(python_exe=sys.executable))
+    channel = build_channel(root / "channel", realistic_packages() + runtime_packages())
     proj = Project(root / "proj", channel, root / "cache")
     proj.root.mkdir()
     (proj.root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
-    for lock, build in (("cpu.lock.yml", "cpu"), ("conda-lock.yml", "cuda118")):
-        proj.write_env(ENV.format(channel=channel.as_uri(), build=build))
+    for lock, pytorch in (("cpu.lock.yml", DRIFTED_BUILD), ("conda-lock.yml", TORCH_SPEC)):
+        proj.write_env(ENV.format(channel=channel.as_uri(), pytorch=pytorch))
         code, _, err = proj.run("lock", "--lockfile", lock)
         assert code == 0, err
     for node, lock in (
