@@ -13,7 +13,8 @@ from envtool import yamlio
 from envtool.errors import InputError
 from envtool.lock import lockfile
 from envtool.models import Environment, Package
-from envtool.protocol.documents import Malformed, read_export, read_export_text
+from envtool.protocol.documents import read_export, read_export_text
+from envtool.protocol.fields import Malformed
 from envtool.yamlio import line_of
 from envtool_node.channels import canonical_name
 

@@ -9,7 +9,8 @@ from typing import Any
 from envtool.cluster import bundle, proc
 from envtool.errors import ProblemFound
 from envtool.protocol import schemas
-from envtool.protocol.documents import Malformed, document, read_allreduce, read_ddp, read_facts
+from envtool.protocol.documents import document, read_allreduce, read_ddp, read_facts
+from envtool.protocol.fields import Malformed
 from envtool.protocol.types import AllReduceResult, DdpSmoke, NodeFacts
 
 FACTS_TIMEOUT = 120.0

@@ -9,7 +9,8 @@ from envtool.errors import EXIT_OK, EXIT_PROBLEMS, InputError
 from envtool.nccl.model import NcclRun, wrong_total
 from envtool.nccl.parse import parse, parse_size
 from envtool.protocol import schemas
-from envtool.protocol.documents import Malformed, Unreadable, document, read_allreduce
+from envtool.protocol.documents import Unreadable, document, read_allreduce
+from envtool.protocol.fields import Malformed
 from envtool.report import console, results
 from envtool.report.nccl_text import run_of
 

@@ -16,6 +16,16 @@ from envtool.errors import ProblemFound
 from envtool.models import Environment, Package
 from envtool.nccl.model import NcclDevice, NcclResult, NcclRow
 from envtool.protocol import schemas
+from envtool.protocol.fields import (
+    MAX_INT,
+    Malformed,
+    count,
+    integer,
+    listing,
+    mapping,
+    number,
+    string,
+)
 from envtool.protocol.types import (
     AllReduceResult,
     DdpSmoke,
@@ -30,12 +40,7 @@ from envtool_node.channels import canonical_name
 
 MAX_DEVICES, MAX_ENV, MAX_NOTES, MAX_ROWS, MAX_PACKAGES = 64, 200, 20, 4096, 100_000
 MAX_PATHS, MAX_LIBRARIES, PATH_LIMIT = 100, 16, 1000
-MAX_INT = 2**62  # a count, size or time beyond this is no measurement
 _PARAMS = ("minbytes", "maxbytes", "stepfactor", "iters", "warmup_iters")
-
-
-class Malformed(ValueError):
-    """A document (or a part of one) that does not have the shape its schema promises."""
 
 
 class Unreadable(ProblemFound):
@@ -64,78 +69,30 @@ def document(text: str, source: str, schema: str) -> dict[str, Any]:
     return doc
 
 
-def _text(doc: dict[str, Any], key: str, limit: int = 200) -> str | None:
-    value = doc.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-        raise Malformed(f"'{key}' is {type(value).__name__}, expected a string")
-    return str(value)[:limit]
-
-
-def _int(doc: dict[str, Any], key: str, default: int | None = None) -> int:
-    value = doc.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise Malformed(f"'{key}' must be an integer")
-    if abs(value) > MAX_INT:
-        raise Malformed(f"'{key}' is out of range")
-    return value
-
-
-def _count(doc: dict[str, Any], key: str, default: int | None = None) -> int:
-    value = _int(doc, key, default)
-    if value < 0:
-        raise Malformed(f"'{key}' must not be negative")
-    return value
-
-
-def _number(doc: dict[str, Any], key: str) -> float:
-    value = doc.get(key)
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise Malformed(f"'{key}' must be a number")
-    if not (0 <= value <= MAX_INT) or (isinstance(value, float) and not math.isfinite(value)):
-        raise Malformed(f"'{key}' must be a finite number from 0 to 2**62")
-    return float(value)
-
-
-def _mapping(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise Malformed(f"{what} must be an object")
-    return value
-
-
-def _list(value: Any, what: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise Malformed(f"{what} must be a list")
-    return value
-
-
 def _device(item: Any) -> Device:
-    doc = _mapping(item, "a device entry")
+    doc = mapping(item, "a device entry")
     memory = doc.get("total_memory")
     sane = isinstance(memory, int) and not isinstance(memory, bool) and 0 <= memory <= MAX_INT
     return Device(
-        _int(doc, "index"),
-        _text(doc, "name") or "",
-        _text(doc, "capability") or "",
+        integer(doc, "index"),
+        string(doc, "name") or "",
+        string(doc, "capability") or "",
         memory if sane and isinstance(memory, int) else 0,
-        _text(doc, "uuid") or "",
+        string(doc, "uuid") or "",
     )
 
 
 def _library(item: Any) -> Library:
-    doc = _mapping(item, "a library entry")
+    doc = mapping(item, "a library entry")
     return Library(
-        _text(doc, "kind", 20) or "?",
-        _text(doc, "path", PATH_LIMIT) or "",
-        _text(doc, "version", 40),
+        string(doc, "kind", 20) or "?",
+        string(doc, "path", PATH_LIMIT) or "",
+        string(doc, "version", 40),
     )
 
 
 def _paths(value: Any, what: str) -> tuple[str, ...]:
-    items = _list(value, what)[:MAX_PATHS]
+    items = listing(value, what)[:MAX_PATHS]
     if not all(isinstance(p, str) for p in items):
         raise Malformed(f"{what} must be a list of strings")
     return tuple(p[:PATH_LIMIT] for p in items)
@@ -145,44 +102,44 @@ def read_runtime(value: Any) -> Runtime | None:
     """The runtime part of the gpu facts (None in a probe from before it)."""
     if value is None:
         return None
-    doc = _mapping(value, "the runtime")
-    torch = _mapping(doc.get("torch") or {}, "runtime.torch")
+    doc = mapping(value, "the runtime")
+    torch = mapping(doc.get("torch") or {}, "runtime.torch")
     return Runtime(
-        _text(doc, "implementation", 40) or "",
-        _text(doc, "executable", PATH_LIMIT) or "",
-        _text(doc, "sys_prefix", PATH_LIMIT) or "",
-        _text(doc, "real_prefix", PATH_LIMIT) or "",
-        _text(doc, "user_site", PATH_LIMIT),
+        string(doc, "implementation", 40) or "",
+        string(doc, "executable", PATH_LIMIT) or "",
+        string(doc, "sys_prefix", PATH_LIMIT) or "",
+        string(doc, "real_prefix", PATH_LIMIT) or "",
+        string(doc, "user_site", PATH_LIMIT),
         _paths(doc.get("path"), "runtime.path"),
-        _text(torch, "file", PATH_LIMIT),
-        _text(torch, "real_file", PATH_LIMIT),
-        _text(torch, "entry", PATH_LIMIT),
-        _text(torch, "git_version", 80),
-        tuple(_library(x) for x in _list(doc.get("libraries"), "libraries")[:MAX_LIBRARIES]),
+        string(torch, "file", PATH_LIMIT),
+        string(torch, "real_file", PATH_LIMIT),
+        string(torch, "entry", PATH_LIMIT),
+        string(torch, "git_version", 80),
+        tuple(_library(x) for x in listing(doc.get("libraries"), "libraries")[:MAX_LIBRARIES]),
         _paths(doc.get("net_plugins"), "runtime.net_plugins")[:MAX_LIBRARIES],
     )
 
 
 def read_facts(value: Any) -> NodeFacts:
     """envtool.gpu-facts/1 → NodeFacts."""
-    doc = _mapping(value, "the gpu facts")
+    doc = mapping(value, "the gpu facts")
     if doc.get("schema") != schemas.FACTS:
         raise Malformed(str(doc.get("error") or "not a gpu-facts document")[:300])
-    devices = _list(doc.get("devices"), "devices")
-    env = _mapping(doc.get("env") or {}, "env")
-    notes = _list(doc.get("notes"), "notes")
+    devices = listing(doc.get("devices"), "devices")
+    env = mapping(doc.get("env") or {}, "env")
+    notes = listing(doc.get("notes"), "notes")
     return NodeFacts(
-        hostname=_text(doc, "hostname") or "",
-        python=_text(doc, "python") or "",
-        torch=_text(doc, "torch"),
-        cuda=_text(doc, "cuda"),
+        hostname=string(doc, "hostname") or "",
+        python=string(doc, "python") or "",
+        torch=string(doc, "torch"),
+        cuda=string(doc, "cuda"),
         cuda_available=doc.get("cuda_available") is True,
-        device_count=_count(doc, "device_count", 0),
+        device_count=count(doc, "device_count", 0),
         devices=tuple(_device(d) for d in devices[:MAX_DEVICES]),
-        driver=_text(doc, "driver"),
-        cudnn=_text(doc, "cudnn"),
-        nccl=_text(doc, "nccl"),
-        glibc=_text(doc, "glibc"),
+        driver=string(doc, "driver"),
+        cudnn=string(doc, "cudnn"),
+        nccl=string(doc, "nccl"),
+        glibc=string(doc, "glibc"),
         env=tuple(sorted((str(k)[:100], str(v)[:4000]) for k, v in list(env.items())[:MAX_ENV])),
         notes=tuple(str(n)[:300] for n in notes[:MAX_NOTES]),
         runtime=read_runtime(doc.get("runtime")),
@@ -190,20 +147,20 @@ def read_facts(value: Any) -> NodeFacts:
 
 
 def _placement(value: Any) -> NcclResult:
-    doc = _mapping(value, "a row's oop/ip")
+    doc = mapping(value, "a row's oop/ip")
     return NcclResult(
-        _number(doc, "time_us"), _number(doc, "algbw"), _number(doc, "busbw"), _count(doc, "wrong")
+        number(doc, "time_us"), number(doc, "algbw"), number(doc, "busbw"), count(doc, "wrong")
     )
 
 
 def _row(value: Any) -> NcclRow:
-    doc = _mapping(value, "a row")
+    doc = mapping(value, "a row")
     return NcclRow(
-        _count(doc, "size"),
-        _count(doc, "count"),
-        _word(_text(doc, "type", 20) or "float"),
-        _word(_text(doc, "redop", 20) or "sum"),
-        _int(doc, "root", -1),
+        count(doc, "size"),
+        count(doc, "count"),
+        _word(string(doc, "type", 20) or "float"),
+        _word(string(doc, "redop", 20) or "sum"),
+        integer(doc, "root", -1),
         _placement(doc.get("oop")),
         _placement(doc.get("ip")),
     )
@@ -215,43 +172,43 @@ def _word(text: str) -> str:
 
 
 def _rank(value: Any) -> NcclDevice:
-    doc = _mapping(value, "a rank's device")
+    doc = mapping(value, "a rank's device")
     return NcclDevice(
-        _count(doc, "rank"),
+        count(doc, "rank"),
         0,
-        _count(doc, "pid", 0),
-        _word(_text(doc, "host", 100) or "?"),
-        _count(doc, "device", 0),
-        _text(doc, "bus", 40) or "-",
-        _text(doc, "name", 100) or "?",
+        count(doc, "pid", 0),
+        _word(string(doc, "host", 100) or "?"),
+        count(doc, "device", 0),
+        string(doc, "bus", 40) or "-",
+        string(doc, "name", 100) or "?",
     )
 
 
 def read_allreduce(value: Any) -> AllReduceResult:
     """envtool.allreduce/1 → AllReduceResult (a failed run keeps its one-line error)."""
-    doc = _mapping(value, "the all-reduce")
-    backend = _text(doc, "backend", 20) or "?"
+    doc = mapping(value, "the all-reduce")
+    backend = string(doc, "backend", 20) or "?"
     if doc.get("error") or doc.get("schema") != schemas.ALLREDUCE:
         error = str(doc.get("error") or "not an all-reduce document")[:300]
         return AllReduceResult(backend, 0, error=error)
     if doc.get("member") is True:
         return AllReduceResult(backend, 0, member=True)
-    params = _mapping(doc.get("params") or {}, "params")
-    rows = _list(doc.get("rows"), "rows")
+    params = mapping(doc.get("params") or {}, "params")
+    rows = listing(doc.get("rows"), "rows")
     return AllReduceResult(
         backend,
-        _count(doc, "nranks"),
+        count(doc, "nranks"),
         tuple(_row(r) for r in rows[:MAX_ROWS]),
-        tuple(_rank(d) for d in _list(doc.get("devices"), "devices")[:MAX_DEVICES]),
-        tuple((k, _count(params, k)) for k in _PARAMS if k in params),
-        _count(doc, "wrong_total", 0),
-        _number({"avg_busbw": doc.get("avg_busbw", 0.0)}, "avg_busbw"),
+        tuple(_rank(d) for d in listing(doc.get("devices"), "devices")[:MAX_DEVICES]),
+        tuple((k, count(params, k)) for k in _PARAMS if k in params),
+        count(doc, "wrong_total", 0),
+        number({"avg_busbw": doc.get("avg_busbw", 0.0)}, "avg_busbw"),
     )
 
 
 def read_export(value: Any, source: str) -> Environment:
     """envtool.export/1 → the Environment it lists (conda records with their artifacts)."""
-    doc = _mapping(value, "the export")
+    doc = mapping(value, "the export")
     items = doc.get("packages")
     if not isinstance(items, list):
         raise Malformed(f"{source}: not an envtool export document (no 'packages' list)")
@@ -301,7 +258,7 @@ def read_ddp(text: str, source: str) -> DdpSmoke:
     checks = checks if isinstance(checks, dict) else {}
     diff = doc.get("grad_max_diff_across_ranks", 0.0)
     return DdpSmoke(
-        _text(doc, "backend", 20) or "?",
+        string(doc, "backend", 20) or "?",
         doc["nranks"] if isinstance(doc.get("nranks"), int) else 0,
         doc.get("ok") is True,
         str(doc.get("error") or "")[:300],

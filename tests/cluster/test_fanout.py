@@ -66,7 +66,11 @@ def test_every_fault_is_named_and_bounded(lab: faulty.FaultyLab, tmp_path: Path)
     doc = json.loads(out)
     hosts = {h["host"]: h for h in doc["hosts"]}
     for name in lab.healthy:
-        assert hosts[name]["ok"] and hosts[name]["packages"] == 9 and not hosts[name]["problems"]
+        assert (
+            hosts[name]["ok"]
+            and hosts[name]["packages"] == lab.packages
+            and not hosts[name]["problems"]
+        )
     errors = [f for f in doc["findings"] if f["severity"] == "error"]
     for host, fault in lab.faults.items():
         mine = [f for f in errors if host in f["hosts"]]

@@ -16,13 +16,17 @@ import pytest
 from conftest import VIRTUAL_CUDA, Project, require, run_main, serve
 from fixtures import dockerd
 from fixtures.channel import build_channel, realistic_packages
+from fixtures.runtime import python_packages
 
 from envtool.cli import main
 
+# The image holds the base image's python and no torch: the lock pins that python and no
+# pytorch (a locked pytorch that does not import is a runtime finding); the older lock differs
+# in its nccl.
 ENV = """\
 name: ddp
 channels: [{channel}]
-dependencies: [python=3.9, "pytorch=*={build}*", cudatoolkit=11.8, nccl, numpy, pip]
+dependencies: [python={python}, cudatoolkit=11.8, nccl={nccl}, pip]
 """
 ENVTOOL = str(Path(sys.executable).parent / "envtool")
 CACHE = Path(os.environ.get("ENVTOOL_TEST_CACHE", Path.home() / ".cache" / "envtool-tests"))
@@ -46,19 +50,29 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dockerd.E
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
-    """A channel (python runs the image's /usr/bin/python3) served over HTTP, and two locks."""
+def project(
+    tmp_path_factory: pytest.TempPathFactory, engine: tuple[dockerd.Engine, str]
+) -> Iterator[Project]:
+    """A channel whose python is the base image's interpreter, served over HTTP; two locks."""
+    query = (
+        "import os, platform as p, sys; print(p.python_version(), os.path.realpath(sys.executable))"
+    )
+    out = _docker("run", "--rm", engine[1], "python3", "-c", query)
+    assert out.returncode == 0, out.stderr
+    version, executable = out.stdout.split()
+    short = ".".join(version.split(".")[:2])
     root = tmp_path_factory.mktemp("imgproj")
-    channel = build_channel(root / "channel", realistic_packages(python_exe="/usr/bin/python3"))
+    pkgs = realistic_packages() + python_packages(version, executable)
+    channel = build_channel(root / "channel", pkgs)
     with serve(channel) as url:
         proj = Project(root / "proj", channel, root / "cache")
         proj.root.mkdir()
         (proj.root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
-        for lock, build in (("conda-lock.yml", "cuda118"), ("cpu.lock.yml", "cpu")):
-            proj.write_env(ENV.format(channel=url, build=build))
+        for lock, nccl in (("conda-lock.yml", "2.18.3.1"), ("cpu.lock.yml", "2.16.5.1")):
+            proj.write_env(ENV.format(channel=url, python=short, nccl=nccl))
             code, _, err = proj.run("lock", "--lockfile", lock)
             assert code == 0, err
-        proj.write_env(ENV.format(channel=url, build="cuda118"))
+        proj.write_env(ENV.format(channel=url, python=short, nccl="2.18.3.1"))
         yield proj
 
 
@@ -124,7 +138,8 @@ def test_build_run_inspect_and_verify(engine: tuple[dockerd.Engine, str], projec
     )
     assert code == 0, out + err
     doc = json.loads(out)
-    assert doc["hosts"][0]["packages"] == 9
+    locked = (project.root / "conda-lock.yml").read_text().count("manager: conda")
+    assert doc["hosts"][0]["packages"] == locked
     assert [f for f in doc["findings"] if f["severity"] != "info"] == []
 
 
@@ -154,7 +169,7 @@ def test_image_with_a_changed_package_is_named(
     )
     assert code == 1
     found = [(f["kind"], f["subject"]) for f in json.loads(out)["findings"]]
-    assert ("build-differs", "pytorch") in found  # cpu_ build where the lock has cuda118
+    assert ("version-differs", "nccl") in found  # the older lock's nccl in the image
 
 
 def test_default_tag_cache_hit_and_failed_build(

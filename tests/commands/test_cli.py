@@ -89,3 +89,23 @@ def test_internal_error_is_exit_3_with_or_without_the_traceback(tmp_path, monkey
     monkeypatch.setenv("ENVTOOL_DEBUG", "1")
     code, _, err = run_main(main, tmp_path, [], ("diff", str(lock), str(lock)))
     assert code == 3 and "Traceback (most recent call last)" in err and "a bug" in err
+
+
+def test_diff_names_an_artifact_two_locks_disagree_on(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two locks that pin the same name-version-build with another sha256 mean two files."""
+    import re
+
+    from conftest import run_main
+
+    from envtool.cli import main
+
+    text = (REPO / "conda-lock.yml").read_text()
+    first = re.search(r"sha256: ([0-9a-f]{64})", text)
+    assert first is not None
+    other = tmp_path / "other.yml"
+    other.write_text(text.replace(first.group(1), "0" * 64, 1))
+    code, out, _ = run_main(main, tmp_path, [], ("diff", str(REPO / "conda-lock.yml"), str(other)))
+    assert code == 1 and "artifact-differs" in out and "sha256 000000000000" in out
+    assert out.count("artifact-differs") == 1
+    code, _, _ = run_main(main, tmp_path, [], ("diff", str(other), str(other)))
+    assert code == 0

@@ -140,6 +140,28 @@ def test_drifted_node_is_named_with_each_difference(lab: tuple[Project, sshnodes
     assert by_kind[("pip-shadowing", "torch")]["hosts"] == ["node3"]
 
 
+def test_a_drifted_runtime_on_one_of_three_nodes_is_named(
+    lab: tuple[Project, sshnodes.Cluster],
+) -> None:
+    """node5's records are node1's (the lock), but another torch sits on its PYTHONPATH:
+    named with that torch's version, its folder and the variable; node1 and node2 clean."""
+    proj, cluster = lab
+    code, out, _, _ = _verify(proj, cluster, "node[1-2,5]", "--format", "json")
+    assert code == 1
+    doc = json.loads(out)
+    errors = [f for f in doc["findings"] if f["severity"] == "error"]
+    assert [(f["kind"], f["subject"], f["hosts"]) for f in errors] == [
+        ("loaded-outside-prefix", "torch", ["node5"])
+    ]
+    (f,) = errors
+    assert f"torch {OTHER_TORCH}" in f["actual"] and "PYTHONPATH" in f["actual"]
+    assert f["hint"].startswith("unset PYTHONPATH")
+    runtime = {h["host"]: h["facts"]["runtime"] for h in doc["hosts"]}
+    assert runtime["node5"]["torch_file"].startswith(str(proj.root.parent / "o"))
+    assert all(runtime[n]["torch_file"].startswith(str(proj.root.parent / "prefix1"))
+               for n in ("node1", "node2"))  # fmt: skip
+
+
 def test_unreachable_and_hung_nodes_do_not_hold_the_others(
     lab: tuple[Project, sshnodes.Cluster], tmp_path: Path
 ) -> None:

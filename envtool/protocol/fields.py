@@ -1,0 +1,62 @@
+"""Checked reads of one JSON value from a node: each type and range checked, each string cut
+to a length, anything else ``Malformed`` (envtool/protocol/documents.py reads documents with
+these)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MAX_INT = 2**62  # a count, size or time beyond this is no measurement
+
+
+class Malformed(ValueError):
+    """A document (or a part of one) that does not have the shape its schema promises."""
+
+
+def string(doc: dict[str, Any], key: str, limit: int = 200) -> str | None:
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        raise Malformed(f"'{key}' is {type(value).__name__}, expected a string")
+    return str(value)[:limit]
+
+
+def integer(doc: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = doc.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise Malformed(f"'{key}' must be an integer")
+    if abs(value) > MAX_INT:
+        raise Malformed(f"'{key}' is out of range")
+    return value
+
+
+def count(doc: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = integer(doc, key, default)
+    if value < 0:
+        raise Malformed(f"'{key}' must not be negative")
+    return value
+
+
+def number(doc: dict[str, Any], key: str) -> float:
+    value = doc.get(key)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise Malformed(f"'{key}' must be a number")
+    if not (0 <= value <= MAX_INT) or (isinstance(value, float) and not math.isfinite(value)):
+        raise Malformed(f"'{key}' must be a finite number from 0 to 2**62")
+    return float(value)
+
+
+def mapping(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise Malformed(f"{what} must be an object")
+    return value
+
+
+def listing(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise Malformed(f"{what} must be a list")
+    return value

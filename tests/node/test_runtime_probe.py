@@ -1,0 +1,165 @@
+"""The runtime part of the probe on real processes: a prefix whose python and torch are the
+locked ones, torch from a user site, a NCCL library preloaded beside the process (a real
+shared object answering ``ncclGetVersion``), and NCCL net plugins on the library path."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import RUNTIME_ENV, Project, require
+from fixtures.prefixes import add_dist_info
+from fixtures.runtime import SHORT, SP, torch_version
+
+from envtool import environments
+from envtool.cluster import local
+from envtool.judge import packages, runtime
+from envtool.judge.findings import Kind
+from envtool.lock import lockfile
+from envtool.models import Environment, Package
+from envtool.protocol.types import HostReport, NodeFacts
+from envtool.report.labels import words
+
+FAKE_NCCL = "int ncclGetVersion(int *version) { *version = 21903; return 0; }\n"
+
+
+def _check(facts: NodeFacts, prefix: Path, project: Project | None = None) -> list:
+    lock = None
+    if project is not None:
+        data = lockfile.read(project.lock)
+        lock = environments.from_lock(data, "lock", "linux-64")
+    return runtime.check(HostReport("here", facts=facts, prefix=str(prefix)), lock)
+
+
+@pytest.fixture
+def installed(project: Project, python_channel: Path, tmp_path: Path) -> Path:
+    require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
+    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
+    assert project.run("lock")[0] == 0
+    prefix = tmp_path / "env"
+    assert project.run("install", "--prefix", str(prefix))[0] == 0
+    return prefix
+
+
+def test_the_locked_prefix_loads_what_is_locked(installed: Path, project: Project) -> None:
+    _, facts = local.facts(installed)
+    rt = facts.runtime
+    assert rt is not None and rt.sys_prefix == str(installed)
+    assert rt.executable == str(installed / "bin" / "python")
+    assert rt.torch_file == f"{installed}/lib/python{SHORT}/site-packages/torch/__init__.py"
+    assert not any("envtool" in p for p in rt.path)  # envtool's own folder is not the node's
+    assert _check(facts, installed, project) == []
+
+
+def test_torch_in_a_user_site_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A python whose user site is on (a conda python, or any non-venv one) with another
+    torch in ``~/.local``: found there, named with its version and the user-site fix."""
+    base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+    prefix = tmp_path / "plain"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "python").symlink_to(base)
+    user = tmp_path / "home" / ".local"
+    site = user / "lib" / f"python{SHORT}" / "site-packages" / "torch"
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text("__version__ = '2.0.1'\nfrom . import version\n")
+    (site / "version.py").write_text("cuda = None\ngit_version = 'user'\n")
+    monkeypatch.setenv("PYTHONUSERBASE", str(user))
+    monkeypatch.delenv("PYTHONNOUSERSITE", raising=False)
+    _, facts = local.facts(prefix)
+    assert facts.runtime is not None and facts.runtime.user_site == str(site.parent)
+    found = {f.subject: f for f in _check(facts, prefix)}
+    assert found["python"].cause == runtime.INTERPRETER  # a symlink to another python
+    torch = found["torch"]
+    assert (torch.kind, torch.cause) == (Kind.LOADED_OUTSIDE, runtime.USER_SITE)
+    said = words(torch)
+    assert "torch 2.0.1" in said.actual and str(site) in said.actual
+    assert "PYTHONNOUSERSITE=1" in said.fix
+
+
+def test_a_preloaded_nccl_is_mapped_read_and_named(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real shared object named libnccl.so.2, preloaded: /proc/self/maps shows it, its own
+    ncclGetVersion says 2.19.3, and the finding names LD_PRELOAD."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    require(compiler is not None, "no C compiler (apt-get install gcc libc6-dev)")
+    assert compiler is not None
+    source = tmp_path / "nccl.c"
+    source.write_text(FAKE_NCCL)
+    library = tmp_path / "other" / "libnccl.so.2"
+    library.parent.mkdir()
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    monkeypatch.setenv("LD_PRELOAD", str(library))
+    _, facts = local.facts(installed)
+    assert facts.runtime is not None
+    (nccl,) = facts.runtime.mapped("nccl")
+    assert (nccl.path, nccl.version) == (str(library), "2.19.3")
+    found = _check(facts, installed)
+    assert [(f.kind, f.subject, f.cause) for f in found] == [
+        (Kind.LOADED_OUTSIDE, "NCCL", runtime.LD_PRELOAD)
+    ]
+    assert "libnccl.so.2 2.19.3" in found[0].actual and "unset LD_PRELOAD" in words(found[0]).fix
+
+
+def test_net_plugins_on_the_library_path_are_listed(
+    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugins = tmp_path / "aws-ofi-nccl" / "lib"
+    plugins.mkdir(parents=True)
+    (plugins / "libnccl-net.so").write_bytes(b"")
+    (plugins / "libother.so").write_bytes(b"")
+    monkeypatch.setenv("LD_LIBRARY_PATH", f"/nonexistent:{plugins}")
+    monkeypatch.setenv("NCCL_NET_PLUGIN", "aws-ofi")
+    _, facts = local.facts(installed)
+    assert facts.runtime is not None
+    assert facts.runtime.net_plugins == (str(plugins / "libnccl-net.so"),)
+    assert runtime.plugins(facts) == "libnccl-net.so, NCCL_NET_PLUGIN=aws-ofi"
+
+
+def test_verify_names_a_record_whose_artifact_is_not_the_locked_one(
+    installed: Path, project: Project
+) -> None:
+    def verify() -> tuple[int, dict]:
+        code, out, _ = project.run(
+            "verify", "--transport", "local", "--hosts", "localhost", "--prefix",
+            str(installed), "--min-gpus", "0", "--format", "json",
+        )  # fmt: skip
+        return code, json.loads(out)
+
+    code, doc = verify()
+    assert code == 0 and doc["ok"] is True, doc["findings"]
+    (record,) = (installed / "conda-meta").glob("numpy-*.json")
+    meta = json.loads(record.read_text())
+    meta["sha256"] = "f" * 64  # the same name-version-build, another file
+    record.write_text(json.dumps(meta))
+    code, doc = verify()
+    assert code == 1
+    (f,) = [f for f in doc["findings"] if f["severity"] == "error"]
+    assert (f["kind"], f["subject"]) == ("artifact-differs", "numpy")
+    assert "sha256 ffffffffffff" in f["actual"] and meta["version"] in f["expected"]
+
+
+def test_a_pip_wheel_is_compared_by_the_hash_pip_recorded(installed: Path) -> None:
+    """pip writes the wheel's sha256 into direct_url.json (PEP 610) for a ``name @ URL``
+    install, as ``envtool install`` does: the export carries it, and another file with the
+    lock's name and version is ``artifact-differs``; an index install records no hash and is
+    not compared."""
+    info = add_dist_info(installed, "tiny-dist", "1.0", sp=SP)
+    wheel = "https://files.example/tiny_dist-1.0-py3-none-any.whl"
+    digest = "ab" * 32
+    direct = {"url": wheel, "archive_info": {"hashes": {"sha256": digest}}}
+    (info / "direct_url.json").write_text(json.dumps(direct))
+    env = environments.from_prefix(installed)
+    (pip,) = [p for p in env.packages if p.manager == "pip"]
+    assert (pip.name, pip.sha256, pip.url) == ("tiny-dist", digest, wheel)
+    locked = Package("tiny-dist", "1.0", manager="pip", url=wheel, sha256="cd" * 32)
+    lock = Environment("lock", "lock", (locked,))
+    (f,) = [f for f in packages.diff(lock, env) if f.subject == "tiny-dist"]
+    assert f.kind is Kind.ARTIFACT_DIFFERS
+    (info / "direct_url.json").unlink()  # from an index: no hash recorded, nothing claimed
+    env = environments.from_prefix(installed)
+    assert not [f for f in packages.diff(lock, env) if f.subject == "tiny-dist"]
