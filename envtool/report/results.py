@@ -10,6 +10,7 @@ import click
 from envtool.protocol import schemas
 from envtool.protocol.verify_report import finding_dict
 from envtool.report import console
+from envtool.report.text import visible
 from envtool.report.verify import finding_entry
 
 if TYPE_CHECKING:
@@ -109,8 +110,14 @@ def _fact_rows(facts: NodeFacts) -> list[list[str]]:
         ("glibc", facts.glibc),
         ("env", env),
     ]
-    rows = [[k, "-" if v is None else str(v)] for k, v in pairs]
-    return rows + [["note", n] for n in facts.notes]
+    rt = facts.runtime
+    if rt is not None:  # what the interpreter really loaded, and from where
+        pairs[2:2] = [("executable", rt.executable), ("sys.prefix", rt.sys_prefix),
+                      ("torch from", rt.torch_file)]  # fmt: skip
+        pairs += [(f"lib {lib.kind}", f"{lib.path} ({lib.version or '?'})") for lib in rt.libraries]
+        pairs += [("net plugin", p) for p in rt.net_plugins]
+    rows = [[k, "-" if v is None else visible(str(v))] for k, v in pairs]
+    return rows + [["note", visible(n)] for n in facts.notes]
 
 
 def probe_result(

@@ -93,6 +93,7 @@ def test_internal_error_is_exit_3_with_or_without_the_traceback(tmp_path, monkey
 
 def test_diff_names_an_artifact_two_locks_disagree_on(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Two locks that pin the same name-version-build with another sha256 mean two files."""
+    import json
     import re
 
     from conftest import run_main
@@ -103,9 +104,12 @@ def test_diff_names_an_artifact_two_locks_disagree_on(tmp_path) -> None:  # type
     first = re.search(r"sha256: ([0-9a-f]{64})", text)
     assert first is not None
     other = tmp_path / "other.yml"
-    other.write_text(text.replace(first.group(1), "0" * 64, 1))
-    code, out, _ = run_main(main, tmp_path, [], ("diff", str(REPO / "conda-lock.yml"), str(other)))
-    assert code == 1 and "artifact-differs" in out and "sha256 000000000000" in out
-    assert out.count("artifact-differs") == 1
+    other.write_text(text.replace(first.group(1), "e" * 64, 1))  # (all digits: a YAML int)
+    argv = ("diff", str(REPO / "conda-lock.yml"), str(other), "--format", "json")
+    code, out, _ = run_main(main, tmp_path, [], argv)
+    assert code == 1
+    (f,) = json.loads(out)["findings"]
+    assert f["kind"] == "artifact-differs" and "sha256 eeeeeeeeeeee" in f["actual"]
+    assert f"sha256 {first.group(1)[:12]}" in f["expected"]
     code, _, _ = run_main(main, tmp_path, [], ("diff", str(other), str(other)))
     assert code == 0
