@@ -194,11 +194,15 @@ def torch(prefix: Path, lock: Lockfile | None, platform: str) -> tuple[Step, Nod
         return Step("torch", WARN, f"{_imported(facts)}; no lock to compare it with"), facts
     items = runtime.compared(facts, locked)
     same = ", ".join(i.subject for i in items if i.locked is not None and i.expected)
-    unchecked = ", ".join(i.subject for i in items if i.locked is None or not i.expected)
     summary = f"{_imported(facts)}; as locked: {same or 'nothing pinned'}"
-    return Step(
-        "torch", PASS, summary + (f" (not compared: {unchecked})" if unchecked else "")
-    ), facts
+    reasons: dict[str, list[str]] = {}  # what was not compared, and why
+    for i in items:
+        if i.locked is None or not i.expected:
+            cpu = not facts.cuda and i.subject in ("NCCL", "cuDNN")
+            why = "not loaded by a CPU-only build" if cpu else "not pinned in the lock"
+            reasons.setdefault(why, []).append(i.subject)
+    reasons_text = "; ".join(f"{', '.join(names)}: {why}" for why, names in reasons.items())
+    return Step("torch", PASS, summary + (f" ({reasons_text})" if reasons_text else "")), facts
 
 
 def _activate(prefix: Path) -> str:
