@@ -28,6 +28,7 @@ from fixtures.runtime import (  # noqa: E402
     SHORT,
     SP,
     TORCH_SPEC,
+    other_torch,
     runtime_packages,
     torch_version,
 )
@@ -73,10 +74,7 @@ def main() -> int:
             "node3-env",
         )
         add_dist_info(work / "node3-env", "torch", "2.3.0", sp=SP)  # pip install torch
-        other = work / "src" / "torch"  # a torch checkout on node3's PYTHONPATH
-        other.mkdir(parents=True)
-        (other / "__init__.py").write_text("__version__ = '1.13.1'\nfrom . import version\n")
-        (other / "version.py").write_text("cuda = None\ngit_version = 'checkout'\n")
+        other_torch(work / "src", "1.13.1")  # a torch checkout on node3's PYTHONPATH
         (work / "environment.yml").write_text(env)
         envtool(work, "lock")
         for node in ("node1", "node2"):

@@ -20,7 +20,14 @@ from conftest import VIRTUAL_CUDA, require, run_main
 from fixtures.channel import build_channel, realistic_packages
 from fixtures.gpu import cuda_devices, ddp_plan
 from fixtures.prefixes import add_dist_info, install_prefix
-from fixtures.runtime import DRIFTED_BUILD, SHORT, TORCH_SPEC, runtime_packages, torch_version
+from fixtures.runtime import (
+    DRIFTED_BUILD,
+    SHORT,
+    TORCH_SPEC,
+    other_torch,
+    runtime_packages,
+    torch_version,
+)
 from fixtures.runtime import SP as RUNTIME_SP
 
 from envtool.cli import main
@@ -354,17 +361,6 @@ def test_master_port_from_the_environment_is_checked(
     assert line.startswith("✗") and "MASTER_PORT='70000' is not a port" in line
 
 
-def _other_torch(folder: Path, version: str) -> Path:
-    """A folder holding another torch: what ``pip install --user torch==X`` or a checkout on
-    PYTHONPATH leaves (``import torch`` finds its version and CUDA build)."""
-    (folder / "torch").mkdir(parents=True)
-    (folder / "torch" / "__init__.py").write_text(
-        f"__version__ = {version!r}\nfrom . import version\n"
-    )
-    (folder / "torch" / "version.py").write_text("cuda = None\ngit_version = 'other'\n")
-    return folder
-
-
 def test_a_runtime_that_is_not_the_locked_one_fails(
     lab: Lab, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -397,7 +393,7 @@ def test_a_runtime_that_is_not_the_locked_one_fails(
 def test_torch_on_pythonpath_fails_with_its_version_path_and_variable(
     lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    other = _other_torch(tmp_path / "src", "1.13.1")
+    other = other_torch(tmp_path / "src", "1.13.1")
     monkeypatch.setenv("PYTHONPATH", str(other))
     code, out, _ = lab.doctor("--prefix", str(lab.good), "--min-gpus", "0", "--no-ddp", *_ports())
     assert code == 1

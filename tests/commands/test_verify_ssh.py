@@ -20,6 +20,7 @@ from fixtures.runtime import (
     SP,
     TORCH_BUILD,
     TORCH_SPEC,
+    other_torch,
     runtime_packages,
     torch_version,
 )
@@ -40,16 +41,6 @@ dependencies:
 """
 DRIFTED_ENV = GOOD_ENV.replace(TORCH_SPEC, DRIFTED_BUILD).replace("nccl=2.18.3.1", "nccl=2.16.5.1")
 OTHER_TORCH = "1.13.1"  # on node5's PYTHONPATH
-
-
-def other_torch(folder: Path) -> Path:
-    """A folder holding another torch (``import torch`` finds version and CUDA build)."""
-    (folder / "torch").mkdir(parents=True)
-    (folder / "torch" / "__init__.py").write_text(
-        f"__version__ = {OTHER_TORCH!r}\nfrom . import version\n"
-    )
-    (folder / "torch" / "version.py").write_text("cuda = None\ngit_version = 'other'\n")
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +74,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, ssh
     proj.write_env(GOOD_ENV.format(channel=channel.as_uri()))
     assert proj.run("lock")[0] == 0
     envs = [{"CONDA_PREFIX": str(p)} for p in prefixes]
-    envs.append({"CONDA_PREFIX": str(prefixes[0]), "PYTHONPATH": str(other_torch(root / "o"))})
+    envs.append(
+        {"CONDA_PREFIX": str(prefixes[0]), "PYTHONPATH": str(other_torch(root / "o", OTHER_TORCH))}
+    )
     cluster = sshnodes.start_cluster(root / "ssh", envs)
     try:
         yield proj, cluster

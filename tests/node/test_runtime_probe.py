@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import RUNTIME_ENV, Project, require
 from fixtures.prefixes import add_dist_info
-from fixtures.runtime import SHORT, SP, torch_version
+from fixtures.runtime import SHORT, SP, other_torch, torch_version
 
 from envtool import environments
 from envtool.cluster import local
@@ -63,10 +63,7 @@ def test_torch_in_a_user_site_is_named(tmp_path: Path, monkeypatch: pytest.Monke
     (prefix / "bin").mkdir(parents=True)
     (prefix / "bin" / "python").symlink_to(base)
     user = tmp_path / "home" / ".local"
-    site = user / "lib" / f"python{SHORT}" / "site-packages" / "torch"
-    site.mkdir(parents=True)
-    (site / "__init__.py").write_text("__version__ = '2.0.1'\nfrom . import version\n")
-    (site / "version.py").write_text("cuda = None\ngit_version = 'user'\n")
+    site = other_torch(user / "lib" / f"python{SHORT}" / "site-packages", "2.0.1") / "torch"
     monkeypatch.setenv("PYTHONUSERBASE", str(user))
     monkeypatch.delenv("PYTHONNOUSERSITE", raising=False)
     _, facts = local.facts(prefix)
