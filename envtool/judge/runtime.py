@@ -148,8 +148,10 @@ def inside(path: str, roots: tuple[str, ...]) -> bool:
     return False
 
 
-def _folders(value: str) -> list[str]:
-    return [os.path.normpath(p) for p in value.replace(" ", ":").split(":") if p]
+def _folders(value: str, spaces: bool = False) -> list[str]:
+    """The entries of a PATH-like variable (LD_PRELOAD also splits on spaces)."""
+    parts = value.split() if spaces else [value]
+    return [os.path.normpath(p) for part in parts for p in part.split(":") if p]
 
 
 def _python_cause(rt: Runtime, env: dict[str, str]) -> str:
@@ -162,7 +164,7 @@ def _python_cause(rt: Runtime, env: dict[str, str]) -> str:
 
 
 def _library_cause(path: str, env: dict[str, str]) -> str:
-    if os.path.normpath(path) in _folders(env.get("LD_PRELOAD", "")):
+    if os.path.normpath(path) in _folders(env.get("LD_PRELOAD", ""), spaces=True):
         return LD_PRELOAD
     if os.path.dirname(os.path.normpath(path)) in _folders(env.get("LD_LIBRARY_PATH", "")):
         return LD_LIBRARY_PATH
@@ -181,10 +183,11 @@ def outside_prefix(facts: NodeFacts, prefix: str) -> list[Finding]:
     roots: tuple[str, ...] = (prefix,)
     if inside(rt.sys_prefix, roots):
         roots += (rt.real_prefix,)
-    if rt.torch_file and rt.torch_real_file and inside(rt.torch_file, roots):
+    real_site = os.path.dirname(os.path.dirname(rt.torch_real_file or "/"))
+    if rt.torch_file and inside(rt.torch_file, roots) and real_site != "/":
         # the prefix's torch is a link (conda softlinks, a linked checkout): the libraries
-        # its RPATH names sit beside where it really is, and come with it
-        roots += (os.path.dirname(os.path.dirname(os.path.dirname(rt.torch_real_file))),)
+        # its RPATH names (site-packages/nvidia/...) sit beside where it really is
+        roots += (real_site,)
     out = []
     if rt.sys_prefix and not inside(rt.sys_prefix, roots):
         python = f"python {facts.python or '?'} of {rt.sys_prefix}"

@@ -162,6 +162,18 @@ def test_a_symlinked_prefix_is_still_inside() -> None:
     assert kinds(host(real_prefix="/gpfs/envs/ddp", libraries=(lib,))) == []
 
 
+def test_libraries_beside_a_linked_torch_come_with_it() -> None:
+    """The prefix's torch is a link into another site-packages (the test fixtures; conda's
+    softlinks): the NCCL its RPATH finds beside it is its own; one from /usr/lib is not."""
+    real = "/opt/venv/lib/python3.12/site-packages"
+    wheel = Library("nccl", f"{real}/nvidia/nccl/lib/libnccl.so.2", "2.19.3")
+    report = host(torch_real_file=f"{real}/torch/__init__.py", libraries=(wheel,))
+    assert kinds(report) == []
+    system = Library("nccl", "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "2.19.3")
+    report = host(torch_real_file=f"{real}/torch/__init__.py", libraries=(system,))
+    assert kinds(report) == [(Kind.LOADED_OUTSIDE, "NCCL", runtime.LOADER)]
+
+
 def test_a_cpu_torch_is_not_held_to_the_locked_nccl() -> None:
     cpu_lock = replace(LOCK, packages=(*LOCK.packages[:1], Package("pytorch", "2.1.2", "cpu_0")))
     f = facts(torch="2.1.2", cuda=None, nccl=None, cudnn=None, runtime=rt(libraries=()))
