@@ -17,7 +17,8 @@ from envtool.yamlio import read_text
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _USER = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]*$")
-_EXPR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._,\[\]-]*$")
+_EXPR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._,/\[\]-]*$")  # "/": a step, in brackets only
+_GROUP = re.compile(r"^@(?:[A-Za-z0-9_][A-Za-z0-9._-]*:)?[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _MAX_NAME = 253
 _MAX_HOSTS = 100_000
 MAX_TEXT = 16 * 2**20  # a hosts list: 100,000 names of 253 characters fit
@@ -91,11 +92,41 @@ def planned_size(expr: str) -> int:
     return total
 
 
+def _group(token: str, origin: str) -> str:
+    """``@gpu`` (or ``@source:gpu``): the node set ClusterShell's configured group sources
+    (groups.conf) give for it, as an expression, not yet expanded."""
+    from ClusterShell.NodeSet import std_group_resolver
+    from ClusterShell.NodeUtils import GroupResolverError
+
+    source, _, name = token[1:].rpartition(":")
+    try:
+        found = std_group_resolver().group_nodes(name, namespace=source or None)
+    except (GroupResolverError, OSError, ValueError) as exc:
+        raise InputError(f"{origin}: node group {token!r}: {exc}") from None
+    if not found:
+        raise InputError(
+            f"{origin}: node group {token!r} is not defined in ClusterShell's group sources "
+            "(groups.conf); list its hosts or a node set instead"
+        )
+    return ",".join(found)
+
+
+def _brackets_only(expr: str, chars: str) -> bool:
+    """Each of ``chars`` in ``expr`` is inside a bracket group (``n[1-9/2]``)."""
+    depth = 0
+    for ch in expr:
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch in chars and depth == 0:
+            return False
+    return True
+
+
 def _expand(expr: str, origin: str) -> list[str]:
-    """A node-set expression (``gpu[01-16],login1``) through ClusterShell's NodeSet."""
+    """A node-set expression (``gpu[01-16],login1``, ``n[1-9/2]``, ``r[1-2]n[1-4]``)
+    through ClusterShell's NodeSet; its size counted before it is built."""
     if "[" not in expr and "," not in expr:
         return [expr]
-    if not _EXPR.match(expr):
+    if not _EXPR.match(expr) or not _brackets_only(expr, "/"):
         raise InputError(f"{origin}: bad node set {expr!r}")
     planned = planned_size(expr)
     if planned > _MAX_HOSTS:
@@ -112,9 +143,13 @@ def _expand(expr: str, origin: str) -> list[str]:
 
 
 def _split_target(token: str, origin: str) -> tuple[str | None, str, int | None]:
-    user, _, rest = token.rpartition("@") if "@" in token else (None, "", token)
+    if token.startswith("@"):  # a node group, no user
+        return None, token, None
+    user, _, rest = token.partition("@") if "@" in token else (None, "", token)
     if user is not None and not _USER.match(user):
         raise InputError(f"{origin}: bad user name {user!r}")
+    if rest.startswith("@"):  # user@@group (a group source's ':' is no port)
+        return user, rest, None
     port = None
     if rest.count(":") == 1 and "]" not in rest.split(":")[1]:
         rest, _, port_text = rest.partition(":")
@@ -144,6 +179,10 @@ def parse_line(line: str, origin: str) -> list[Host]:
         return []
     words = text.split()
     user, expr, port = _split_target(words[0], origin)
+    if expr.startswith("@"):
+        if not _GROUP.match(expr):
+            raise InputError(f"{origin}: bad node group {expr!r}")
+        expr = _group(expr, origin)
     names = _expand(check_expr(expr, origin), origin)
     slots = _slots(words[1:], origin)
     return [Host(check_name(n, origin), user, port, slots, origin) for n in names]
@@ -152,7 +191,7 @@ def parse_line(line: str, origin: str) -> list[Host]:
 def check_expr(expr: str, origin: str) -> str:
     """Reject what is dangerous before any node-set parsing: options, shell and control chars."""
     if "[" in expr or "," in expr:
-        if expr.startswith("-") or not _EXPR.match(expr):
+        if expr.startswith("-") or not _EXPR.match(expr) or not _brackets_only(expr, "/"):
             why = _why_bad(expr.replace("[", "").replace("]", "").replace(",", "")) or "bad syntax"
             raise InputError(f"{origin}: bad host name {expr!r}: {why}")
         return expr
@@ -196,6 +235,6 @@ def resolve(spec: str | None, environ: dict[str, str] | None = None) -> list[Hos
     path = Path(spec)
     if path.is_file():
         return parse_text(read_text(path, "hosts file", MAX_TEXT), str(path))
-    if "/" in spec:
+    if "/" in spec and not _brackets_only(spec, "/"):  # a path (a step is inside brackets)
         raise InputError(f"{spec}: hosts file not found")
     return parse_text(spec, "--hosts")

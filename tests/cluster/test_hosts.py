@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -106,3 +109,62 @@ def test_a_huge_node_set_is_refused_before_it_is_expanded() -> None:
     with pytest.raises(InputError, match=r"names 100000000 hosts \(max 100000\)"):
         hosts.resolve("n[1-100000000]")
     assert time.monotonic() - start < 2
+
+
+@pytest.mark.parametrize(
+    ("spec", "names"),
+    [
+        ("node[1-10/2]", ["node1", "node3", "node5", "node7", "node9"]),  # a step range
+        ("gpu[01-20/5]", ["gpu01", "gpu06", "gpu11", "gpu16"]),
+        ("r[1-2]n[1-2]", ["r1n1", "r1n2", "r2n1", "r2n2"]),  # several bracket groups
+        ("root@n[1-2]", ["root@n1", "root@n2"]),
+    ],
+)
+def test_what_clustershell_accepts_is_accepted(spec: str, names: list[str]) -> None:
+    assert [h.target for h in hosts.resolve(spec)] == names
+
+
+def test_a_step_range_is_capped_before_it_is_expanded() -> None:
+    with pytest.raises(InputError, match="names 50000000 hosts"):
+        hosts.resolve("n[1-100000000/2]")
+
+
+def test_a_slash_outside_brackets_is_a_path_or_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="hosts file not found"):
+        hosts.resolve(str(tmp_path / "no-such-hosts.txt"))
+    with pytest.raises(InputError, match="contains '/'"):
+        hosts.parse_text("n[1-3]/x\n", "hosts.txt")
+
+
+def _groups(tmp_path: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` in a fresh python whose ClusterShell reads tmp_path's groups.conf (the group
+    configuration is read when ClusterShell is imported)."""
+    conf = tmp_path / "cs"
+    (conf / "groups.d").mkdir(parents=True)
+    (conf / "groups.conf").write_text("[Main]\ndefault: lab\ngroups_dir: $CFGDIR/groups.d\n")
+    (conf / "groups.d" / "lab.yaml").write_text(
+        "lab:\n  gpu: 'gpu[01-03]'\n  huge: 'n[1-200000]'\n"
+    )
+    env = {**os.environ, "CLUSTERSHELL_CFGDIR": str(conf)}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=60, check=False)  # fmt: skip
+
+
+def test_a_node_group_resolves_through_the_group_sources(tmp_path: Path) -> None:
+    code = (
+        "from envtool.cluster import hosts\n"
+        "print(' '.join(h.target for h in hosts.resolve('@gpu')))\n"
+        "print(' '.join(h.target for h in hosts.resolve('admin@@lab:gpu')))\n"
+        "for spec in ('@nosuch', '@huge'):\n"
+        "    try:\n"
+        "        hosts.resolve(spec)\n"
+        "    except Exception as exc:\n"
+        "        print(type(exc).__name__, exc)\n"
+    )
+    out = _groups(tmp_path, code)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "gpu01 gpu02 gpu03"
+    assert lines[1] == "admin@gpu01 admin@gpu02 admin@gpu03"
+    assert lines[2].startswith("InputError") and "'@nosuch' is not defined" in lines[2]
+    assert lines[3].startswith("InputError") and "names 200000 hosts (max 100000)" in lines[3]
