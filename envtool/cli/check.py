@@ -3,6 +3,7 @@ allocation, from its job script) and ``doctor`` (this machine)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
 )
 @opt.fmt("table", "json", "junit")
 @click.option("--output", type=PathArg, help="Write the report here instead of stdout.")
+@opt.show_all()
 def verify(
     hosts_spec: str | None,
     no_lock: bool,
@@ -91,6 +93,7 @@ def verify(
     tolerance: float,
     fmt: str,
     output: Path | None,
+    show_all: bool,
     **checks: Any,
 ) -> int:
     """Probe every node in parallel and report drift from the lock and from each other."""
@@ -115,8 +118,9 @@ def verify(
         max_output=max_output,
         max_stderr=max(64 * 1024, max_output // 16),
     )
-    return command.run(_verify_args(c, hosts_spec, None if no_lock else c.lockfile, fan,
-                                    platform, tolerance, fmt, output))  # fmt: skip
+    args = _verify_args(c, hosts_spec, None if no_lock else c.lockfile, fan, platform,
+                        tolerance, fmt, output)  # fmt: skip
+    return command.run(replace(args, show_all=show_all))
 
 
 def _verify_args(

@@ -80,11 +80,26 @@ def probe(
     "--platform", default="linux-64", show_default=True, help="Platform of a lockfile argument."
 )
 @opt.fmt("table", "json")
-def diff(a: str, b: str, platform: str, fmt: str) -> int:
+@opt.show_all()
+def diff(a: str, b: str, platform: str, fmt: str, show_all: bool) -> int:
     """Compare two environments: lockfiles, exports, prefixes or probe JSON (A is the reference)."""
     from envtool.commands import diff as command
 
-    return command.run(a, b, platform, fmt)
+    return command.run(a, b, platform, fmt, show_all)
+
+
+@click.command("check")
+@click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--platform", default="linux-64", show_default=True, help="Platform of a lockfile argument."
+)
+@opt.fmt("table", "json")
+def check_env(paths: tuple[str, ...], platform: str, fmt: str) -> int:
+    """Find the inconsistencies inside each environment (lockfile, export, prefix or probe
+    JSON): two torches, CUDA majors mixed, two NCCLs, ... Exit 0 consistent, 1 not."""
+    from envtool.commands import check_env as command
+
+    return command.run(paths, platform, fmt)
 
 
 @click.command("nccl-tests")
@@ -105,4 +120,4 @@ def nccl_tests(file: Path, fmt: str, large: str, plot: Path | None) -> int:
     return command.run(file, fmt, large, plot)
 
 
-COMMANDS = (export, probe, diff, nccl_tests)
+COMMANDS = (export, probe, diff, check_env, nccl_tests)

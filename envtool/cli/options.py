@@ -94,6 +94,16 @@ def fmt(*choices: str) -> Callable[[F], F]:
     )
 
 
+def show_all() -> Callable[[F], F]:
+    """``--all``: list every finding, not only what decides a DDP run (the rest is counted)."""
+    return click.option(
+        "--all",
+        "show_all",
+        is_flag=True,
+        help="List every finding; by default those about ordinary packages are counted.",
+    )
+
+
 def plot() -> Callable[[F], F]:
     """``--plot FILE.png``."""
     return click.option(

@@ -8,9 +8,9 @@ from envtool.judge.findings import Severity, exit_code
 from envtool.report import results
 
 
-def run(a: str, b: str, platform: str, fmt: str) -> int:
+def run(a: str, b: str, platform: str, fmt: str, show_all: bool = False) -> int:
     """0 identical, 1 any difference (warnings included)."""
     left, right = environments.load(a, platform), environments.load(b, platform)
-    findings = packages.diff(left, right, where=right.source)
-    results.diff_result(left, right, findings, fmt)
+    findings = packages.diff(left, right, where="B")  # the report's title names B's path
+    results.diff_result(left, right, findings, fmt, show_all)
     return exit_code(findings, fail_at=Severity.INFO)

@@ -44,6 +44,7 @@ class VerifyArgs:
     fmt: str = "table"
     output: Path | None = None
     junit: Path | None = None
+    show_all: bool = False  # the table lists every finding, not only the DDP-critical ones
 
 
 def baseline_busbw(path: Path) -> float:
@@ -98,7 +99,7 @@ def run(args: VerifyArgs) -> int:
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start
     )
-    report.show(result, args.fmt, args.output)
+    report.show(result, args.fmt, args.output, args.show_all)
     if args.junit is not None:
         report.show(result, "junit", args.junit)
     return exit_code(findings)

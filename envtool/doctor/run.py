@@ -68,6 +68,10 @@ def run(
         emit(_skipped("packages", "needs the lock and the environment"))
     else:
         emit(steps.packages(options.lock_path, lock, prefix, options.platform))
+    if prefix is None:
+        emit(_skipped("consistency", "no environment to check"))
+    else:
+        emit(steps.consistency(prefix))
     facts = None
     if prefix is None:
         emit(_skipped("torch", "no environment to import it from"))

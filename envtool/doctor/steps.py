@@ -30,7 +30,7 @@ TROUBLE = "docs/troubleshooting.md"
 class Step:
     """One line of the doctor's report."""
 
-    name: str  # lockfile | environment | packages | torch | cuda | ddp | ports
+    name: str  # lockfile | environment | packages | consistency | torch | cuda | ddp | ports
     status: str  # pass | fail | warn | skip
     summary: str
     fix: str = ""
@@ -170,6 +170,23 @@ def _imported(facts: NodeFacts) -> str:
     return f"torch {facts.torch} ({build}) from {where}, {python}"
 
 
+def consistency(prefix: Path) -> Step:
+    """The installed environment on its own: two torches, CUDA majors mixed, two NCCLs, ...
+    (judge/consistency.py, what ``envtool check PREFIX`` says)."""
+    from envtool.judge import consistency as rules
+
+    try:
+        env = environments.from_prefix(prefix)
+    except EnvtoolError as exc:
+        return Step("consistency", FAIL, f"cannot read {prefix}: {exc}")
+    found = rules.check(env)
+    if not found:
+        return Step("consistency", PASS, f"one torch, one CUDA major, one NCCL in {prefix}")
+    said = [words(f) for f in found]
+    summary = "; ".join(f"{f.kind.value}: {w.actual}" for f, w in zip(found, said, strict=True))
+    return Step("consistency", FAIL, summary, said[0].fix)
+
+
 def torch(prefix: Path, lock: Lockfile | None, platform: str) -> tuple[Step, NodeFacts | None]:
     """``import torch`` with the environment's python (envtool_node.facts): what it loaded,
     from where, and whether that is the locked runtime (judge/runtime.py)."""
@@ -236,7 +253,12 @@ def cuda(facts: NodeFacts, lock: Lockfile | None, platform: str, min_gpus: int) 
 
 
 def _driver_floor(cuda_version: str) -> str:
-    return gpu.DRIVER_MINIMUMS.get(cuda_version, ("?", "?"))[1]
+    from envtool.judge.cuda import driver_floor
+
+    floor = driver_floor(cuda_version)
+    if floor is None:
+        return "a driver this table does not know"
+    return floor[1] or f"{floor[0]} (minor-version compatibility)"
 
 
 def ddp(prefix: Path, nproc: int, timeout: float) -> Step:

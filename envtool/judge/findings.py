@@ -42,6 +42,7 @@ class Check(str, Enum):
     GPU = "gpu"
     ALLREDUCE = "allreduce"
     RUNTIME = "runtime"
+    CONSISTENCY = "consistency"
 
 
 class Kind(str, Enum):
@@ -73,6 +74,12 @@ class Kind(str, Enum):
     RUNTIME_DIFFERS = "runtime-differs"
     LOADED_OUTSIDE = "loaded-outside-prefix"
     LOADED_TWICE = "library-loaded-twice"
+    TWO_TORCHES = "two-torches"
+    CUDA_MIXED = "cuda-mixed"
+    CUDA_VERSION_MISMATCH = "cuda-version-mismatch"
+    TWO_NCCLS = "two-nccls"
+    CUDA_STACKS_MIXED = "cuda-stacks-mixed"
+    OTHER_PYTHON = "built-for-another-python"
 
     @property
     def check(self) -> Check:
@@ -111,6 +118,17 @@ _CHECK_OF = {
     ),
     **dict.fromkeys((Kind.ALLREDUCE_FAILED, Kind.ALLREDUCE_WRONG, Kind.BUSBW_LOW), Check.ALLREDUCE),
     **dict.fromkeys((Kind.RUNTIME_DIFFERS, Kind.LOADED_OUTSIDE, Kind.LOADED_TWICE), Check.RUNTIME),
+    **dict.fromkeys(
+        (
+            Kind.TWO_TORCHES,
+            Kind.CUDA_MIXED,
+            Kind.CUDA_VERSION_MISMATCH,
+            Kind.TWO_NCCLS,
+            Kind.CUDA_STACKS_MIXED,
+            Kind.OTHER_PYTHON,
+        ),
+        Check.CONSISTENCY,
+    ),
 }
 
 Spread = tuple[tuple[str, tuple[str, ...]], ...]  # each value and the hosts that have it
@@ -140,6 +158,7 @@ class Finding:
     where: str = ""
     failure: Failure | None = None
     problem: Problem | None = None
+    packages: tuple[Package, ...] = ()  # an inconsistency: the packages involved
 
 
 def worst(findings: Iterable[Finding]) -> Severity | None:
@@ -156,11 +175,6 @@ def failed(findings: Iterable[Finding], at: Severity = Severity.ERROR) -> bool:
 def exit_code(findings: Iterable[Finding], fail_at: Severity = Severity.ERROR) -> int:
     """0 when no finding is as bad as ``fail_at``, else 1 (problems found)."""
     return EXIT_PROBLEMS if failed(findings, fail_at) else EXIT_OK
-
-
-def ordered(findings: Iterable[Finding]) -> list[Finding]:
-    """Worst first, then by kind and subject: the order every report shows."""
-    return sorted(findings, key=lambda f: (f.severity.rank, f.kind.value, f.subject))
 
 
 def fold(findings: Iterable[Finding]) -> list[Finding]:

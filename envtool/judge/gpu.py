@@ -5,14 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from envtool.judge import runtime
+from envtool.judge import cuda, runtime
 from envtool.judge.consensus import differences
 from envtool.judge.findings import Finding, Kind, Severity
 from envtool.models import Environment
 from envtool.protocol.types import HostReport, NodeFacts
 
-# (minimum with minor-version compatibility, full support) per CUDA major.minor (FACTS.md).
-DRIVER_MINIMUMS = {"11.8": ("450.80.02", "520.61.05")}
 CAUSE_BASELINE, CAUSE_MIN_BUSBW = "baseline", "min-busbw"
 CAUSE_NO_RANK0 = "no-rank0-result"
 
@@ -29,13 +27,8 @@ class GpuPolicy:
 
 
 def locked_cuda(lock: Environment | None) -> str | None:
-    """The CUDA major.minor the lock pins (cudatoolkit or cuda-version), if any."""
-    if lock is None:
-        return None
-    for pkg in lock.packages:
-        if pkg.name in ("cudatoolkit", "cuda-version"):
-            return ".".join(pkg.version.split(".")[:2])
-    return None
+    """The CUDA major.minor the lock pins, in any packaging (judge/cuda.py)."""
+    return cuda.env_cuda(lock)
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
@@ -60,14 +53,15 @@ def _cuda_checks(host: str, facts: NodeFacts, policy: GpuPolicy) -> list[Finding
 
 
 def _driver_checks(host: str, facts: NodeFacts, policy: GpuPolicy) -> list[Finding]:
-    if policy.locked_cuda not in DRIVER_MINIMUMS or facts.driver is None:
+    floor = cuda.driver_floor(policy.locked_cuda)
+    if floor is None or facts.driver is None:
         return []
-    minimum, full = DRIVER_MINIMUMS[policy.locked_cuda]
+    minimum, full = floor
     have = version_tuple(facts.driver)
     if have < version_tuple(minimum):
         expected = f">= {minimum} for CUDA {policy.locked_cuda}"
         kind, severity = Kind.DRIVER_TOO_OLD, Severity.ERROR
-    elif have < version_tuple(full):
+    elif full is not None and have < version_tuple(full):
         expected = f">= {full} for full CUDA {policy.locked_cuda} support"
         kind, severity = Kind.DRIVER_MINOR_COMPAT, Severity.WARNING
     else:

@@ -5,10 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from envtool.judge import critical
 from envtool.judge.findings import Finding, Kind, Severity
 from envtool.models import Environment, Package
 
 Group = dict[str, Package]  # manager → the package of one key
+# differences that are errors only for the packages that decide a DDP run (judge/critical.py);
+# a missing package stays an error (the job's imports fail) and so does another artifact
+_ORDINARY = frozenset(
+    {Kind.VERSION_DIFFERS, Kind.BUILD_DIFFERS, Kind.MANAGER_DIFFERS, Kind.PIP_SHADOWING}
+)
 
 
 def by_key(packages: Iterable[Package]) -> dict[str, Group]:
@@ -27,9 +33,11 @@ def effective(group: Group) -> Package:
 def _finding(
     kind: Kind, a: Package | None, b: Package | None, where: str, subject: str = ""
 ) -> Finding:
-    severity = Severity.WARNING if kind in (Kind.EXTRA, Kind.CHANNEL_DIFFERS) else Severity.ERROR
     named = a if a is not None else b
     assert named is not None
+    severity = Severity.WARNING if kind in (Kind.EXTRA, Kind.CHANNEL_DIFFERS) else Severity.ERROR
+    if kind in _ORDINARY and not critical.package(named.name):
+        severity = Severity.WARNING  # another numpy is not an error beside another nccl
     if kind is not Kind.ARTIFACT_DIFFERS:  # the others are about name/version/build
         a, b = (a.identity() if a else None), (b.identity() if b else None)
     return Finding(kind, severity, subject or named.name, reference=a, found=b, where=where)

@@ -11,9 +11,9 @@ because the file came from elsewhere is reported as the file from elsewhere.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, replace
 
+from envtool.judge.cuda import torch_build
 from envtool.judge.findings import Finding, Kind, Severity
 from envtool.judge.packages import by_key, effective
 from envtool.models import Environment, Package
@@ -57,23 +57,6 @@ def _components(version: str, n: int) -> str:
     return ".".join(version.split("+")[0].split(".")[:n])
 
 
-def build_cuda(pkg: Package) -> str | None:
-    """The CUDA major.minor a torch package is built for: conda ``cuda118_py39...`` or
-    ``py3.9_cuda11.8_cudnn8.7.0_0``, pip ``2.3.1+cu121``; ``cpu`` for a CPU build; None when
-    the package does not say."""
-    text = pkg.build if pkg.manager == "conda" else pkg.version.partition("+")[2]
-    if re.search(r"(^|[_+])cpu", text) or text == "cpu":
-        return "cpu"
-    dotted = re.search(r"cuda(\d+)\.(\d+)", text)
-    if dotted:
-        return f"{dotted.group(1)}.{dotted.group(2)}"
-    packed = re.search(r"cu(?:da)?(\d{2,3})(?!\d)", text)
-    if packed:
-        digits = packed.group(1)
-        return f"{digits[:-1]}.{digits[-1]}"
-    return None
-
-
 def _first_version(rt: Runtime | None, kind: str) -> str | None:
     libs = rt.mapped(kind) if rt is not None else ()
     return next((lib.version for lib in libs if lib.version), None)
@@ -94,7 +77,7 @@ def compared(facts: NodeFacts, lock: Environment) -> list[Loaded]:
     torch = locked(lock, ("torch",))
     out = [Loaded("python", facts.python or None, python, python.version if python else None)]
     out.append(Loaded("torch", facts.torch, torch, torch.version.split("+")[0] if torch else None))
-    want_cuda = build_cuda(torch) if torch is not None else None
+    want_cuda = torch_build(torch) if torch is not None else None
     have_cuda = facts.cuda if facts.cuda else ("cpu" if facts.torch else None)
     out.append(Loaded("torch CUDA", have_cuda, torch if want_cuda else None, want_cuda))
     have_nccl = _first_version(rt, "nccl") or facts.nccl

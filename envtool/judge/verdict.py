@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from envtool.judge import consensus, gpu, packages, runtime
+from envtool.judge import consensus, consistency, gpu, packages, runtime
 from envtool.judge.findings import Check, Finding, Kind, Severity, fold
 from envtool.models import Environment
 from envtool.protocol.types import Failure, HostReport, Outcome, Problem, ProblemKind
@@ -156,6 +156,20 @@ def package_spread(envs: dict[str, Environment], lock: Environment | None) -> li
     return out
 
 
+def _inconsistencies(envs: dict[str, Environment], found: list[Finding]) -> list[Finding]:
+    """Each node's environment on its own (judge/consistency.py); two torches on a node
+    whose pip torch already shadows the lock's conda pytorch is that finding, not a second."""
+    shadowed = {
+        h for f in found if f.kind is Kind.PIP_SHADOWING and f.subject == "torch" for h in f.hosts
+    }
+    out = []
+    for host, env in envs.items():
+        for f in consistency.check(env):
+            if not (f.kind is Kind.TWO_TORCHES and host in shadowed):
+                out.append(replace(f, hosts=(host,)))
+    return out
+
+
 def decide(reports: list[HostReport], lock: Environment | None, policy: Policy) -> list[Finding]:
     """Every finding over the hosts' reports, folded by host (pure)."""
     found: list[Finding] = []
@@ -165,6 +179,7 @@ def decide(reports: list[HostReport], lock: Environment | None, policy: Policy) 
     if lock is not None:
         found += packages.against_lock(lock, envs)
     found += package_spread(envs, lock)
+    found += _inconsistencies(envs, found)
     for r in reports:
         found += runtime.check(r, lock)
     found += gpu.check(reports, policy.gpu) + _no_cluster_result(reports, policy.allreduce)

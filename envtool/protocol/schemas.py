@@ -14,8 +14,9 @@ DDP_SMOKE = _node.DDP_SMOKE
 PROBE = "envtool.probe/1"  # envtool probe --format json
 VERIFY = "envtool.verify/1"  # envtool verify --format json
 DIFF = "envtool.diff/1"  # envtool diff --format json
+CHECK = "envtool.check/1"  # envtool check --format json
 DOCTOR = "envtool.doctor/1"  # envtool doctor --format json
-ALL = (NODE, FACTS, ALLREDUCE, EXPORT, DDP_SMOKE, PROBE, VERIFY, DIFF, DOCTOR)
+ALL = (NODE, FACTS, ALLREDUCE, EXPORT, DDP_SMOKE, PROBE, VERIFY, DIFF, CHECK, DOCTOR)
 
 # Part failures inside a node document.
 PART_ENV_MISSING = _node.PART_ENV_MISSING

@@ -139,6 +139,36 @@ def _artifact_words(f: Finding) -> Words:
     return Words(f"{a.label()} with {_digest(a)}", actual, fix)
 
 
+def _cuda_label(p: Package) -> str:
+    from envtool.judge.cuda import source
+
+    found = source(p)
+    return f"{p.label()} (CUDA {found.cuda})" if found is not None else p.label()
+
+
+def _consistency_words(f: Finding) -> Words:
+    """Rule, packages involved, fix: each inconsistency inside one environment."""
+    listed = ", ".join(_cuda_label(p) for p in f.packages)
+    rule, fix = {
+        Kind.TWO_TORCHES: ("one torch (conda's or pip's)",
+                           f"pip uninstall torch{_in(f)}, or drop pytorch from conda"),
+        Kind.CUDA_MIXED: (f"one CUDA major (found {f.expected})",
+                          "keep one CUDA major: re-lock with one cudatoolkit/cuda-version and "
+                          "the torch build for it; remove the other major's packages/wheels"),
+        Kind.CUDA_VERSION_MISMATCH: (f"CUDA runtime packages of cuda-version {f.expected}",
+                                     f"install the CUDA packages of cuda-version {f.expected} "
+                                     "(or re-lock): conda would not solve this mix"),
+        Kind.TWO_NCCLS: ("one NCCL library",
+                         "keep one NCCL: the conda nccl or the nvidia-nccl wheel torch needs"),
+        Kind.CUDA_STACKS_MIXED: ("one CUDA stack (conda-forge's, or the pytorch channel's)",
+                                 "install pytorch and CUDA from one channel (conda-forge's "
+                                 "cuda-version, or pytorch-cuda with -c pytorch -c nvidia)"),
+        Kind.OTHER_PYTHON: (f"builds for python {f.expected}",
+                            f"re-install those packages for python {f.expected} (re-lock)"),
+    }.get(f.kind, ("", ""))  # fmt: skip
+    return Words(rule, listed, fix)
+
+
 def _runtime_words(f: Finding) -> Words:
     if f.kind is Kind.LOADED_OUTSIDE:
         fix = _LOADED_FIX.get(f.cause, "").format(prefix=f.expected, subject=f.subject)
@@ -163,6 +193,8 @@ def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Wor
     fix = _FIX.get(f.kind, "").format(subject=f.subject)
     if f.kind.check is Check.RUNTIME:
         return _runtime_words(f)
+    if f.kind.check is Check.CONSISTENCY:
+        return _consistency_words(f)
     if f.kind is Kind.ARTIFACT_DIFFERS:
         return _artifact_words(f)
     if f.reference is not None or f.found is not None:
@@ -182,3 +214,10 @@ def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Wor
         return Words("a result from rank 0", "no node reported one",
                      "check the rendezvous endpoint and ports")  # fmt: skip
     return Words(f.expected, f.actual, fix)
+
+
+def folded_text(folded: dict[str, int]) -> str:
+    """``and 12 more about other packages: 10 version-differs (warning), ...``."""
+    total = sum(folded.values())
+    counts = ", ".join(f"{n} {label}" for label, n in sorted(folded.items()))
+    return f"and {total} more about other packages: {counts} (--all lists them)"

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from envtool.judge import critical
 from envtool.protocol import schemas
 from envtool.protocol.verify_report import finding_dict
 from envtool.report import console
+from envtool.report.labels import folded_text
 from envtool.report.text import visible
 from envtool.report.verify import finding_entry
 
@@ -69,9 +71,13 @@ def export_document(doc: dict[str, Any], fmt: str) -> None:
         click.echo(doc["yaml"], nl=False)
 
 
-def diff_result(a: Environment, b: Environment, findings: list[Finding], fmt: str) -> None:
-    """The differences between two environments."""
-    entries = [finding_entry(f) for f in findings]
+def diff_result(
+    a: Environment, b: Environment, findings: list[Finding], fmt: str, show_all: bool = False
+) -> None:
+    """The differences between two environments: what decides a DDP run first; the others
+    counted per kind unless ``show_all`` (JSON lists every one)."""
+    shown, folded = critical.split(findings, show_all or fmt == "json")
+    entries = [finding_entry(f) for f in shown]
     if fmt == "json":
         console.echo_json(
             {
@@ -92,6 +98,39 @@ def diff_result(a: Environment, b: Environment, findings: list[Finding], fmt: st
         ["severity", "kind", "package", "A", "B", "fix"],
         rows,
     )
+    if folded:
+        click.echo(folded_text(folded))
+
+
+def consistency_result(checked: list[tuple[Environment, list[Finding]]], fmt: str) -> None:
+    """The inconsistencies found inside each environment."""
+    if fmt == "json":
+        console.echo_json(
+            {
+                "schema": schemas.CHECK,
+                "consistent": not any(found for _, found in checked),
+                "environments": [
+                    {
+                        "source": env.source,
+                        "packages": len(env.packages),
+                        "findings": [finding_dict(finding_entry(f)) for f in found],
+                    }
+                    for env, found in checked
+                ],
+            }
+        )
+        return
+    for env, found in checked:
+        if not found:
+            click.echo(f"consistent: {env.source} ({len(env.packages)} packages)")
+            continue
+        entries = [finding_entry(replace(f, where="")) for f in found]
+        rows = [[e.severity, e.kind, e.expected, e.actual, e.hint] for e in entries]
+        console.table(
+            f"{len(found)} inconsistencies in {env.source} ({len(env.packages)} packages)",
+            ["severity", "kind", "rule", "packages", "fix"],
+            rows,
+        )
 
 
 def _fact_rows(facts: NodeFacts) -> list[list[str]]:

@@ -9,12 +9,13 @@ from pathlib import Path
 import click
 
 from envtool import yamlio
-from envtool.judge.findings import Finding, failed, ordered
+from envtool.judge import critical
+from envtool.judge.findings import Finding, failed
 from envtool.judge.verdict import Verdict
 from envtool.protocol import verify_report as vr
 from envtool.protocol.types import HostReport, Runtime
 from envtool.report import console, junit
-from envtool.report.labels import failure_text, problem_text, words
+from envtool.report.labels import failure_text, folded_text, problem_text, words
 from envtool.report.text import visible, visible_all
 
 
@@ -108,25 +109,37 @@ def _summary(verdict: Verdict) -> str:
     )
 
 
-def _table(verdict: Verdict, summary: str) -> tuple[str, list[str], list[list[str]]]:
+def _table(
+    verdict: Verdict, summary: str, show_all: bool
+) -> tuple[tuple[str, list[str], list[list[str]]], str]:
+    """The table (what decides a DDP run first) and the line counting what it folded."""
+    shown, folded = critical.split(verdict.findings, show_all)
     rows = []
-    for f in ordered(verdict.findings):
+    for f in shown:
         e = finding_entry(f)
         rows.append([nodeset(e.hosts), e.severity, e.kind, e.subject, e.expected, e.actual, e.hint])
-    return summary, ["hosts", "severity", "kind", "subject", "expected", "actual", "fix"], rows
+    columns = ["hosts", "severity", "kind", "subject", "expected", "actual", "fix"]
+    return (summary, columns, rows), (folded_text(folded) if folded else "")
 
 
-def show(verdict: Verdict, fmt: str, output: Path | None) -> None:
-    """The verify report: a folded table, JSON or JUnit, to stdout or ``output``."""
+def show(verdict: Verdict, fmt: str, output: Path | None, show_all: bool = False) -> None:
+    """The verify report: a folded table (``show_all``: every finding listed), JSON or JUnit,
+    to stdout or ``output``."""
     summary = _summary(verdict)
     if fmt == "table" and output is None:
         if verdict.findings:
-            console.table(*_table(verdict, summary))
+            table, more = _table(verdict, summary, show_all)
+            console.table(*table)
+            if more:
+                click.echo(more)
         else:
             click.echo(f"all good: {summary}")
         return
     if fmt == "table":
-        text = console.table_text(*_table(verdict, summary)) if verdict.findings else ""
+        text = ""
+        if verdict.findings:
+            table, more = _table(verdict, summary, show_all)
+            text = console.table_text(*table) + (f"{more}\n" if more else "")
         text = text or f"all good: {summary}\n"
     else:
         doc = document(verdict)

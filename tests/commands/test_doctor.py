@@ -44,7 +44,7 @@ name: ddp
 channels: [{channel}]
 dependencies: [python=3.9, "pytorch=*=cuda118*", cudatoolkit=11.8, nccl, numpy, pip]
 """
-STEPS = ["lockfile", "environment", "packages", "torch", "cuda", "ddp", "ports"]
+STEPS = ["lockfile", "environment", "packages", "consistency", "torch", "cuda", "ddp", "ports"]
 
 
 @dataclass
@@ -137,7 +137,7 @@ def test_good_prefix_all_pass(lab: Lab) -> None:
     assert list(lines) == STEPS  # every step, in the issue's order
     assert all(line.startswith("✓") for line in lines.values()), out
     assert "fix:" not in out
-    assert "all 7 checks passed" in out
+    assert "all 8 checks passed" in out
     backend, ranks = ddp_plan(2)  # gloo on 2 CPU processes; NCCL on one GPU each
     assert f"{ranks} ranks, {backend}" in lines["ddp"]
     assert "gradients equal across ranks" in lines["ddp"]

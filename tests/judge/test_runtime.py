@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from test_gpu import facts
 
+from envtool.judge import cuda as cuda_of
 from envtool.judge import gpu, packages, runtime, verdict
 from envtool.judge.findings import Kind
 from envtool.models import Environment, Package
@@ -79,7 +80,7 @@ def test_the_locked_runtime_gives_no_finding() -> None:
 def test_the_cuda_build_a_torch_package_names(
     build: str, manager: str, version: str, cuda: str | None
 ) -> None:
-    assert runtime.build_cuda(Package("pytorch", version, build, manager=manager)) == cuda
+    assert cuda_of.torch_build(Package("pytorch", version, build, manager=manager)) == cuda
 
 
 def test_version_codes_decode_as_the_libraries_define_them() -> None:

@@ -1,0 +1,66 @@
+"""What decides a DDP run: the packages and findings a report leads with.
+
+The interpreter, torch, NCCL, CUDA in any packaging, cuDNN and MPI decide whether ranks can
+run together; a differing ``anyio`` does not. Package findings about other packages are
+warnings and fold into counts in the reports (``--all`` lists them); every finding that is
+not about a package (runtime, consistency, GPU, all-reduce, reachability) is critical.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from envtool.judge.cuda import SPLIT
+from envtool.judge.findings import Check, Finding, Kind
+
+NAMES = frozenset(
+    {
+        "python", "torch", "pytorch", "libtorch", "pytorch-gpu", "pytorch-cuda",
+        "pytorch-mutex", "nccl", "cudnn", "cudatoolkit", "cuda-version", "cutensor",
+        "openmpi", "mpich", "mpi", "mpi4py", "ucx", "libfabric", "aws-ofi-nccl", "magma",
+        "triton", "torchvision", "torchaudio",
+    }
+)  # fmt: skip
+_WHEEL = re.compile(r"^nvidia-[a-z0-9-]+$")  # nvidia-nccl-cu12, nvidia-cuda-runtime, ...
+
+
+def package(name: str) -> bool:
+    """``name`` (conda or PyPI) is one that decides a DDP run."""
+    name = name.lower()
+    return name in NAMES or name in SPLIT or name.startswith("cuda-") or bool(_WHEEL.match(name))
+
+
+def finding(f: Finding) -> bool:
+    """``f`` is about what decides a DDP run (a report shows it first, always): every
+    finding but those about ordinary packages (their versions, builds, presence)."""
+    if f.kind.check not in (Check.LOCK, Check.MAJORITY) or f.kind in _ALWAYS:
+        return True
+    names = [p.name for p in (f.reference, f.found) if p is not None] or [f.subject]
+    return any(package(n) for n in names)
+
+
+_ALWAYS = frozenset(
+    {Kind.ARTIFACT_DIFFERS, Kind.VERSION_MISMATCH, Kind.GPU_COUNT_DIFFERS, Kind.NCCL_ENV_DIFFERS}
+)
+
+
+def ordered(findings: Iterable[Finding]) -> list[Finding]:
+    """What decides a DDP run first, then by severity, kind and subject."""
+    return sorted(
+        findings, key=lambda f: (not finding(f), f.severity.rank, f.kind.value, f.subject)
+    )
+
+
+def split(findings: Iterable[Finding], show_all: bool) -> tuple[list[Finding], dict[str, int]]:
+    """The findings a report lists (all critical ones, and the rest with ``show_all``) and
+    how many of each kind it folds into a count."""
+    shown: list[Finding] = []
+    folded: dict[str, int] = {}
+    for f in ordered(findings):
+        if show_all or finding(f):
+            shown.append(f)
+        else:
+            label = f"{f.kind.value} ({f.severity.value})"
+            folded[label] = folded.get(label, 0) + 1
+    return shown, folded
