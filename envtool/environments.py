@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from envtool import yamlio
-from envtool.errors import InputError
-from envtool.lock import lockfile
+from envtool import pip_entries, yamlio
+from envtool.errors import InputError, where
+from envtool.lock import explicit, lockfile
 from envtool.models import Environment, Package
 from envtool.protocol.documents import read_export, read_export_text
 from envtool.protocol.fields import Malformed
@@ -28,7 +28,7 @@ def from_lock(lock: lockfile.Lockfile, source: str, platform: str) -> Environmen
     packages = tuple(
         Package(
             p.name,
-            p.version,
+            pip_entries.lock_version(p.url, p.version, p.revision),  # a VCS pin: git:<commit>
             p.build,
             canonical_name(p.channel_url) if p.manager == "conda" else "",
             p.manager,
@@ -54,15 +54,19 @@ def _export_entry(path: Path, deps: Any, index: int) -> Package:
 
 
 def _pip_entries(path: Path, block: Any) -> list[Package]:
+    """The ``- pip:`` block: each line in any form pip freeze writes (pip_entries.py)."""
     pip = block.get("pip") if isinstance(block, dict) else None
     if not isinstance(pip, list):
         raise InputError(f"{path}:{line_of(block)}: expected '- pip: [name==version, ...]'")
     out = []
     for i, item in enumerate(pip):
-        name, sep, version = str(item).partition("==")
-        if not sep or not name.strip() or not version.strip():
-            raise InputError(f"{path}:{line_of(pip, i)}: expected 'name==version', got {item!r}")
-        out.append(Package(name.strip(), version.strip(), manager="pip"))
+        try:
+            if not isinstance(item, str):
+                raise pip_entries.BadEntry("a pip entry must be a string")
+            out.append(pip_entries.parse(item))
+        except pip_entries.BadEntry as exc:
+            shown = repr(item) if len(repr(item)) <= 200 else repr(item)[:200] + "…"
+            raise InputError(f"{where(path, line_of(pip, i))}: {exc}, got {shown}") from None
     return out
 
 
@@ -125,11 +129,14 @@ def load(target: str, platform: str = "linux-64") -> Environment:
             return read_export_text(text, str(path))
         except Malformed as exc:
             raise InputError(str(exc)) from None
+    if explicit.is_explicit(text):
+        return Environment(str(path), "lock", explicit.parse(text, path, platform))
     doc = yamlio.loads(text, path)
     if isinstance(doc, dict) and "package" in doc and "version" in doc:
         return from_lock(lockfile.parse(text, path), str(path), platform)
     if isinstance(doc, dict) and "dependencies" in doc:
         return from_export_yaml(doc, path)
     raise InputError(
-        f"{path}: not a conda-lock file, a conda env export, a probe JSON or a prefix directory"
+        f"{path}: not a conda-lock file, a conda env export, an @EXPLICIT file, a probe JSON "
+        "or a prefix directory"
     )

@@ -4,7 +4,9 @@ Reproduces conda 24.7's ``conda.env.env.from_environment(...).to_yaml()`` (as ve
 conda-lock) on a stock configuration: conda records from ``conda-meta/*.json``
 (conda_meta.py), pip distributions that no conda record owns from ``site-packages``
 (site_packages.py), channels in conda's order (channels.py), and, only when the text is
-asked for, the YAML as conda's ruamel.yaml dumper lays it out (yaml_emit.py).
+asked for, the YAML as conda's ruamel.yaml dumper lays it out (yaml_emit.py). One change on
+purpose: a distribution pip installed from a VCS is written as pip freeze writes it,
+``name @ git+URL@<commit>``, not ``name==version``, so the export says which commit runs.
 
     python -m envtool_node.export [--prefix P] [--name N] [--no-builds] [--format yaml|json]
 
@@ -29,7 +31,7 @@ from .conda_meta import (
     load_env_vars,
 )
 from .schema import EXPORT
-from .site_packages import add_site_packages
+from .site_packages import VCS, add_site_packages
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -94,6 +96,14 @@ def _record_json(rec: Record) -> dict[str, Any]:
     return doc
 
 
+def pip_line(rec: Record) -> str:
+    """conda's ``name==version``; for a VCS install pip freeze's ``name @ git+URL@<commit>``
+    (conda would write the metadata's version, which does not say which commit runs)."""
+    if rec.url and rec.url.partition("+")[0] in VCS and rec.version.partition(":")[0] in VCS:
+        return f"{rec.name} @ {rec.url}"
+    return f"{rec.name}=={rec.version}"
+
+
 def to_document(
     name: str | None,
     prefix: str,
@@ -113,7 +123,7 @@ def to_document(
     )
     deps: list[Any] = ["=".join(fields(r)) for r in conda]
     if pip:
-        deps.append({"pip": [f"{r.name}=={r.version}" for r in pip]})
+        deps.append({"pip": [pip_line(r) for r in pip]})
     channels = list(dict.fromkeys(base_channels))
     if not ignore_channels:
         for rec in conda:

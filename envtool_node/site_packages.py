@@ -203,24 +203,47 @@ def _egg_link_target(prefix: str, anchor: str) -> str:
     return join(full, "PKG-INFO") if isdir(full) else full
 
 
-def archive(mdir: str) -> tuple[str | None, str | None]:
-    """(url, sha256) of the file pip installed a wheel from, as its ``direct_url.json``
-    (PEP 610) records; (None, None) for an install from an index, which records none."""
+VCS = ("git", "hg", "svn", "bzr")  # PEP 610's registered VCS
+_COMMIT_RE = re.compile(r"^[^\s@#]{1,200}$")  # written after '@' in a requirement line
+
+
+def _url_text(value: object) -> str | None:
+    """A URL fit to be shown and written into a requirement line (no blanks, bounded)."""
+    if isinstance(value, str) and 0 < len(value) <= 2000 and not re.search(r"\s", value):
+        return value
+    return None
+
+
+def direct_url(mdir: str) -> tuple[str | None, str | None, str | None]:
+    """(url, sha256, revision) of where pip installed a distribution from, as its
+    ``direct_url.json`` (PEP 610) records; all None for an install from an index.
+
+    An archive (a wheel or sdist file) gives its URL and its file hash. A VCS checkout gives
+    pip freeze's requirement URL ``git+URL@<commit>`` and the revision ``git:<commit>``,
+    never a hash: a commit id is no file's sha256. A folder (``dir_info``, editable or
+    not) gives its ``file://`` URL only."""
     try:
         with open(join(mdir, "direct_url.json"), encoding="utf-8") as fh:
             doc = json.loads(fh.read(65536))
     except (OSError, ValueError):
-        return None, None
-    info = doc.get("archive_info") if isinstance(doc, dict) else None
+        return None, None, None
+    if not isinstance(doc, dict):
+        return None, None, None
+    url, vcs_info = _url_text(doc.get("url")), doc.get("vcs_info")
+    if isinstance(vcs_info, dict):
+        vcs, commit = vcs_info.get("vcs"), vcs_info.get("commit_id")
+        if url is None or vcs not in VCS or not _COMMIT_RE.match(str(commit)):
+            return None, None, None
+        return f"{vcs}+{url}@{commit}", None, f"{vcs}:{commit}"
+    info = doc.get("archive_info")
     if not isinstance(info, dict):
-        return None, None
+        return url, None, None  # dir_info: a local folder
     hashes = info.get("hashes") if isinstance(info.get("hashes"), dict) else {}
     digest = hashes.get("sha256") if hashes else None
     legacy = info.get("hash")
     if digest is None and isinstance(legacy, str) and legacy.startswith("sha256="):
         digest = legacy[len("sha256=") :]
-    url = doc.get("url")
-    return (url if isinstance(url, str) else None), (digest if isinstance(digest, str) else None)
+    return url, (digest if isinstance(digest, str) else None), None
 
 
 def pip_record(prefix: str, anchor: str, python_version: str) -> Record:
@@ -237,17 +260,19 @@ def pip_record(prefix: str, anchor: str, python_version: str) -> Record:
             raise _Skip(f"{join(mdir, 'METADATA')}: no such file")
         _check_manifest(join(mdir, "RECORD"))
         package_type = "virtual_python_wheel"
-        url, sha256 = archive(mdir)
+        url, sha256, revision = direct_url(mdir)
     elif kind == "egg" and isfile(join(mdir, "installed-files.txt")):
         _check_manifest(join(mdir, "installed-files.txt"))
         package_type = "virtual_python_egg_manageable"
     else:
         package_type = "virtual_python_egg_" + ("link" if kind == "egg-link" else "unmanageable")
     if kind != "wheel":
-        url, sha256 = None, None
+        url, sha256, revision = None, None, None
     name, version = read_metadata(_metadata_file(full))
     if version is None:
         raise _Skip(f"{anchor}: no Version in its metadata")
+    if revision is not None:  # a VCS install is pinned by its commit, as pip freeze writes it
+        version = revision
     norm = name.replace(".", "-").replace("_", "-").lower() if name else ""
     return Record(
         name={"graphviz": "python-graphviz"}.get(norm, norm),

@@ -12,7 +12,7 @@ from envtool.protocol import schemas
 from envtool.protocol.documents import Unreadable, document, read_allreduce
 from envtool.protocol.fields import Malformed
 from envtool.report import console, results
-from envtool.report.nccl_text import run_of
+from envtool.report.nccl_text import reading_notes, run_of
 
 
 def read_run(file: Path) -> NcclRun:
@@ -32,10 +32,13 @@ def read_run(file: Path) -> NcclRun:
 
 
 def run(file: Path, fmt: str, large: str, plot: Path | None) -> int:
-    """1 when the log counted wrong elements (#wrong or out-of-bounds values above 0)."""
+    """1 when the log counted wrong elements (#wrong or out-of-bounds values above 0); a
+    truncated log or skipped lines are said on stderr."""
     run_ = read_run(file)
     min_bytes = parse_size(large)
-    results.nccl_result(run_, min_bytes, fmt)
+    results.nccl_result(run_, min_bytes, fmt)  # JSON with truncated and skipped_lines
+    for note in reading_notes(run_):
+        console.notice(note)
     if plot is not None:
         from envtool.report.plot import busbw_png
 

@@ -223,6 +223,15 @@ def install(options: InstallOptions) -> InstallResult:
     if not packages:
         have = ", ".join(data.metadata.platforms) or "none"
         raise InputError(f"{options.lock_path}: no packages for {options.platform} (has: {have})")
+    vcs = [p for p in packages if p.manager == "pip" and p.revision]
+    if vcs:  # before anything is installed: pip's --require-hashes installs files only
+        p = vcs[0]
+        pinned = p.url if p.url.endswith(p.revision) else f"{p.url}@{p.revision}"
+        raise InputError(
+            f"{options.lock_path}: pip entry {p.name} is a commit of a repository, not a "
+            f"hash-checked file: envtool install cannot install it (pip install --no-deps "
+            f"'{p.name} @ {pinned}' does, unchecked)"
+        )
     sources.check(packages, dict(options.mirrors), options.allow_insecure_url)
     if not options.allow_stale:
         ensure_fresh(options.lock_path, data, options.platform)

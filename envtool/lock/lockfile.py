@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envtool import yamlio
-from envtool.errors import InputError
-from envtool.lock import names
+from envtool.lock import explicit
+from envtool.lock.locked import LockedPackage as LockedPackage  # re-exported: the model's home
+from envtool.lock.locked import fail, only_keys, read_entries, write_entries
 from envtool.yamlio import line_of
 
 HEADER = """\
@@ -23,73 +23,18 @@ HEADER = """\
 # Re-solve after changing environment.yml with:
 #     envtool lock -f environment.yml --lockfile conda-lock.yml
 """
-_PKG_KEYS = {
-    "name",
-    "version",
-    "manager",
-    "platform",
-    "dependencies",
-    "url",
-    "hash",
-    "category",
-    "optional",
-    "source",
-    "build",
-}
-_META_KEYS = {
-    "content_hash",
-    "channels",
-    "platforms",
-    "sources",
-    "time_metadata",
-    "git_metadata",
-    "inputs_metadata",
-    "custom_metadata",
-}
-_MD5 = re.compile(r"^[0-9a-f]{32}$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_ARCHIVE = re.compile(r"(\.tar\.bz2|\.conda)$")
-
-
-@dataclass(frozen=True)
-class LockedPackage:
-    """One ``package`` entry: a package for one platform."""
-
-    name: str
-    version: str
-    manager: str  # "conda" or "pip"
-    platform: str
-    url: str
-    md5: str | None = None
-    sha256: str | None = None
-    dependencies: tuple[tuple[str, str], ...] = ()
-    category: str = "main"
-    optional: bool = False
-
-    @property
-    def filename(self) -> str:
-        """The archive's file name, the last part of the URL."""
-        return self.url.rstrip("/").rsplit("/", 1)[-1]
-
-    @property
-    def build(self) -> str:
-        """The conda build string, taken from the file name (``''`` for pip)."""
-        if self.manager != "conda":
-            return ""
-        stem = _ARCHIVE.sub("", self.filename)
-        prefix = f"{self.name}-{self.version}-"
-        return stem[len(prefix) :] if stem.startswith(prefix) else stem.rsplit("-", 1)[-1]
-
-    @property
-    def subdir(self) -> str:
-        """The channel subdir in the URL (``noarch`` for noarch packages)."""
-        parts = self.url.rstrip("/").split("/")
-        return parts[-2] if len(parts) >= 2 else self.platform
-
-    @property
-    def channel_url(self) -> str:
-        """The channel's base URL (the URL less subdir and file name)."""
-        return self.url.rstrip("/").rsplit("/", 2)[0]
+_META_KEYS = frozenset(
+    {
+        "content_hash",
+        "channels",
+        "platforms",
+        "sources",
+        "time_metadata",
+        "git_metadata",
+        "inputs_metadata",
+        "custom_metadata",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -119,97 +64,19 @@ class Lockfile:
         return tuple(p for p in self.packages if p.platform == platform)
 
 
-def _fail(path: Path, line: int, message: str) -> InputError:
-    return InputError(f"{path}:{line}: {message}" if line else f"{path}: {message}")
-
-
-def _str(path: Path, entry: Any, key: str, required: bool = True) -> str:
-    value = entry.get(key)
-    if value is None and not required:
-        return ""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = str(value)  # conda-lock writes version: 0.1 unquoted at times
-    if not isinstance(value, str) or (required and not value):
-        raise _fail(
-            path,
-            line_of(entry, key) if key in entry else line_of(entry),
-            f"'{key}' must be a non-empty string",
-        )
-    return value
-
-
-def _hashes(path: Path, entry: Any, manager: str) -> tuple[str | None, str | None]:
-    hashes = entry.get("hash")
-    if not isinstance(hashes, dict):
-        raise _fail(path, line_of(entry), "package entry needs a 'hash' mapping")
-    unknown = set(hashes) - {"md5", "sha256"}
-    if unknown:
-        raise _fail(path, line_of(hashes), f"unknown hash kind {sorted(unknown)[0]!r}")
-    md5, sha = hashes.get("md5"), hashes.get("sha256")
-    if md5 is not None and not (isinstance(md5, str) and _MD5.match(md5)):
-        raise _fail(path, line_of(hashes, "md5"), "md5 must be 32 hex digits")
-    if sha is not None and not (isinstance(sha, str) and _SHA256.match(sha)):
-        raise _fail(path, line_of(hashes, "sha256"), "sha256 must be 64 hex digits")
-    if manager == "conda" and md5 is None:
-        raise _fail(path, line_of(hashes), "a conda entry must carry an md5 hash")
-    if manager == "pip" and sha is None and md5 is None:
-        raise _fail(path, line_of(hashes), "a pip entry must carry a sha256 hash")
-    return md5, sha
-
-
-def _mapping(path: Path, value: Any, known: set[str], what: str) -> None:
-    """``value`` is a mapping holding only ``known`` keys; else the file and line say why."""
-    if not isinstance(value, dict):
-        raise _fail(path, line_of(value), f"{what} must be a mapping")
-    for key in value:
-        if key not in known:
-            raise _fail(path, line_of(value, key), f"unknown {what} field '{key}'")
-
-
-def _package(path: Path, entry: Any) -> LockedPackage:
-    _mapping(path, entry, _PKG_KEYS, "package")
-    manager = _str(path, entry, "manager")
-    if manager not in ("conda", "pip"):
-        raise _fail(
-            path, line_of(entry, "manager"), f"manager must be conda or pip, not {manager!r}"
-        )
-    deps = entry.get("dependencies") or {}
-    if not isinstance(deps, dict):
-        raise _fail(path, line_of(entry, "dependencies"), "'dependencies' must be a mapping")
-    optional = entry.get("optional", False)
-    if not isinstance(optional, bool):
-        raise _fail(path, line_of(entry, "optional"), "'optional' must be true or false")
-    md5, sha = _hashes(path, entry, manager)
-    for key, why in (("name", names.why_bad_name), ("version", names.why_bad_version)):
-        if problem := why(_str(path, entry, key)):
-            raise _fail(path, line_of(entry, key), problem)
-    return LockedPackage(
-        name=_str(path, entry, "name"),
-        version=_str(path, entry, "version"),
-        manager=manager,
-        platform=_str(path, entry, "platform"),
-        url=_str(path, entry, "url"),
-        md5=md5,
-        sha256=sha,
-        dependencies=tuple((str(k), "" if v is None else str(v)) for k, v in deps.items()),
-        category=_str(path, entry, "category", required=False) or "main",
-        optional=optional,
-    )
-
-
 def _channel_url(path: Path, item: Any) -> str:
     if isinstance(item, dict) and isinstance(item.get("url"), str):
         return str(item["url"])
     if isinstance(item, str):
         return item
-    raise _fail(path, line_of(item), "a channel must be {url: ..., used_env_vars: [...]}")
+    raise fail(path, line_of(item), "a channel must be {url: ..., used_env_vars: [...]}")
 
 
 def _metadata(path: Path, meta: Any) -> LockMeta:
-    _mapping(path, meta, _META_KEYS, "metadata")
+    only_keys(path, meta, _META_KEYS, "metadata")
     hashes = meta.get("content_hash")
     if not isinstance(hashes, dict):
-        raise _fail(
+        raise fail(
             path,
             line_of(meta, "content_hash") or line_of(meta),
             "metadata needs 'content_hash' (platform: hash)",
@@ -217,7 +84,7 @@ def _metadata(path: Path, meta: Any) -> LockMeta:
     channels = meta.get("channels")
     platforms = meta.get("platforms")
     if not isinstance(channels, list) or not isinstance(platforms, list):
-        raise _fail(path, line_of(meta), "metadata needs 'channels' and 'platforms' lists")
+        raise fail(path, line_of(meta), "metadata needs 'channels' and 'platforms' lists")
     extra = tuple(
         (k, meta[k])
         for k in sorted(_META_KEYS)
@@ -245,34 +112,32 @@ def _plain(value: Any) -> Any:
 
 def parse(text: str, path: Path) -> Lockfile:
     """Parse the text of a conda-lock v1 file."""
+    if line := explicit.marker_line(text):
+        raise fail(
+            path,
+            line,
+            "an @EXPLICIT package list (conda's explicit format, as 'conda-lock render -k "
+            "explicit' writes it), not a conda-lock v1 lockfile: use the conda-lock.yml it "
+            "was rendered from",
+        )
     doc = yamlio.loads(text, path)
     if not isinstance(doc, dict):
-        raise _fail(path, line_of(doc), "not a conda-lock file (expected a mapping)")
+        raise fail(path, line_of(doc), "not a conda-lock file (expected a mapping)")
     version = doc.get("version")
     if version != 1:
         line = line_of(doc, "version") if "version" in doc else 1
-        raise _fail(
+        raise fail(
             path, line, f"unsupported lockfile version {version!r} (envtool reads version 1)"
         )
     for key in doc:
         if key not in ("version", "metadata", "package"):
-            raise _fail(path, line_of(doc, key), f"unknown top-level field '{key}'")
+            raise fail(path, line_of(doc, key), f"unknown top-level field '{key}'")
     if "metadata" not in doc or "package" not in doc:
-        raise _fail(path, 0, "incomplete lockfile: 'metadata' and 'package' are required")
+        raise fail(path, 0, "incomplete lockfile: 'metadata' and 'package' are required")
     entries = doc["package"] or []
     if not isinstance(entries, list):
-        raise _fail(path, line_of(doc, "package"), "'package' must be a list")
-    packages = tuple(_package(path, e) for e in entries)
-    seen: set[tuple[str, str, str]] = set()
-    for i, pkg in enumerate(packages):
-        key = names.same_package_key(pkg.name, pkg.manager, pkg.platform)
-        if key in seen:  # conda-lock keys entries by these three: a second one is ambiguous
-            raise _fail(
-                path,
-                line_of(entries, i),
-                f"duplicate entry for {pkg.name} ({pkg.manager}, {pkg.platform})",
-            )
-        seen.add(key)
+        raise fail(path, line_of(doc, "package"), "'package' must be a list")
+    packages = read_entries(path, entries)
     return Lockfile(_metadata(path, doc["metadata"]), packages)
 
 
@@ -293,25 +158,6 @@ def read_platforms(path: Path) -> tuple[str, ...]:
     return tuple(str(p) for p in platforms)
 
 
-def _entry(pkg: LockedPackage) -> dict[str, Any]:
-    hashes: dict[str, str] = {}
-    if pkg.md5:
-        hashes["md5"] = pkg.md5
-    if pkg.sha256:
-        hashes["sha256"] = pkg.sha256
-    return {
-        "name": pkg.name,
-        "version": pkg.version,
-        "manager": pkg.manager,
-        "platform": pkg.platform,
-        "dependencies": dict(pkg.dependencies),
-        "url": pkg.url,
-        "hash": hashes,
-        "category": pkg.category,
-        "optional": pkg.optional,
-    }
-
-
 def sort_packages(packages: Iterable[LockedPackage]) -> tuple[LockedPackage, ...]:
     """conda entries before pip ones, then by name and platform (a stable, diffable order)."""
     return tuple(sorted(packages, key=lambda p: (p.manager != "conda", p.name, p.platform)))
@@ -329,7 +175,7 @@ def dumps(lock: Lockfile) -> str:
     body = {
         "version": 1,
         "metadata": meta,
-        "package": [_entry(p) for p in sort_packages(lock.packages)],
+        "package": [e for p in sort_packages(lock.packages) for e in write_entries(p)],
     }
     return HEADER + yamlio.dumps(body)
 

@@ -13,6 +13,7 @@ from envtool.models import normalize
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 _VERSION = re.compile(r"[A-Za-z0-9_*][A-Za-z0-9_.+!*-]*")  # conda's and PEP 440's characters
+_BUILD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+]*")  # no '-': it ends a conda file name
 
 
 def why_bad_name(name: str) -> str:
@@ -26,6 +27,13 @@ def why_bad_version(version: str) -> str:
     """Why ``version`` cannot be a package version ("" when it can)."""
     if not _VERSION.fullmatch(version) or ".." in version:
         return f"{version!r} is not a version (letters, digits, '.', '_', '+', '!', '*', '-')"
+    return ""
+
+
+def why_bad_build(build: str) -> str:
+    """Why ``build`` cannot be a conda build string ("" when it can)."""
+    if not _BUILD.fullmatch(build) or ".." in build:
+        return f"{build!r} is not a build string (letters, digits, '_', '.', '+')"
     return ""
 
 

@@ -14,13 +14,25 @@ from envtool_node.perf import LARGE
 
 
 @dataclass(frozen=True)
+class IterTimes:
+    """The per-iteration columns of ``all_reduce_perf -I 1`` (nccl-tests >= 2.19.2)."""
+
+    min_us: float
+    max_us: float
+    p99_us: float
+    cv_pct: float  # standard deviation over mean, in percent
+
+
+@dataclass(frozen=True)
 class NcclResult:
     """One placement (out-of-place or in-place) of one size."""
 
     time_us: float
     algbw: float
     busbw: float
-    wrong: int | None  # None when the log says N/A (run without validation)
+    wrong: int | None  # None when the log says N/A (no validation) or has no #wrong column
+    max_error: float | None = None  # nccl-tests < 2.13: the largest difference, not a count
+    per_iter: IterTimes | None = None
 
 
 @dataclass(frozen=True)
@@ -41,7 +53,7 @@ class NcclDevice:
     """A ``#  Rank N Group G Pid P on HOST device D [BUS] NAME`` line."""
 
     rank: int
-    group: int
+    group: int | None  # None: the line has no Group (nccl-tests before 2022-09)
     pid: int
     host: str
     device: int
@@ -49,18 +61,26 @@ class NcclDevice:
     name: str
 
 
+COLUMNS_OLD, COLUMNS, COLUMNS_PER_ITER = 12, 13, 21  # fields in a row, by nccl-tests era
+
+
 @dataclass(frozen=True)
 class NcclRun:
-    """One ``all_reduce_perf`` run as read from its text output."""
+    """One ``all_reduce_perf`` run as read from its text output: only what the text said
+    (a header, a trailer, a version the log lacks stay None; nothing is filled in)."""
 
     source: str
     rows: tuple[NcclRow, ...]
     params: tuple[tuple[str, str], ...] = ()  # the ``# nThread ...`` line, in order
     devices: tuple[NcclDevice, ...] = ()
     nranks: int | None = None  # highest rank + 1 from the device lines
-    nccl_version: str | None = None
+    nccl_version: str | None = None  # an "NCCL version X" line, else the nccl-tests banner's
     avg_busbw: float | None = None  # the tool's own "Avg bus bandwidth"
     out_of_bounds: int | None = None
+    nccl_line: str | None = None  # X of the text's own "NCCL version X" line
+    columns: int = COLUMNS  # the row layout: COLUMNS_OLD, COLUMNS or COLUMNS_PER_ITER
+    truncated: bool = False  # rows but no "# Avg bus bandwidth" after them: the log was cut
+    skipped_lines: int = 0  # lines that are not all_reduce_perf output (blank ones included)
 
     @property
     def param_map(self) -> dict[str, str]:

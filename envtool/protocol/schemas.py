@@ -15,8 +15,9 @@ PROBE = "envtool.probe/1"  # envtool probe --format json
 VERIFY = "envtool.verify/1"  # envtool verify --format json
 DIFF = "envtool.diff/1"  # envtool diff --format json
 CHECK = "envtool.check/1"  # envtool check --format json
+NCCL_TESTS = "envtool.nccl-tests/1"  # envtool nccl-tests --format json
 DOCTOR = "envtool.doctor/1"  # envtool doctor --format json
-ALL = (NODE, FACTS, ALLREDUCE, EXPORT, DDP_SMOKE, PROBE, VERIFY, DIFF, CHECK, DOCTOR)
+ALL = (NODE, FACTS, ALLREDUCE, EXPORT, DDP_SMOKE, PROBE, VERIFY, DIFF, CHECK, NCCL_TESTS, DOCTOR)
 
 # Part failures inside a node document.
 PART_ENV_MISSING = _node.PART_ENV_MISSING

@@ -1,8 +1,11 @@
 """Laying out rows in nccl-tests' ``all_reduce_perf`` text format (the inverse of nccl/parse.py).
 
 The one text layout of all-reduce results: real logs read back (``format_run``) and
-envtool's own probe (``format_allreduce``). Pure: ``parse(format_run(run))`` gives ``run``
-back (tested on the real logs).
+envtool's own probe (``format_allreduce``). A log is laid out with only what it said: its
+own header, its row layout (nccl/rows.py), its trailer values, none of them made up when
+the log lacked them. envtool's own measured run gets the header and trailer nccl-tests
+would have printed (``format_rows``). Pure: ``parse(format_run(run))`` gives ``run`` back
+(tested on the real logs).
 """
 
 from __future__ import annotations
@@ -10,20 +13,59 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 
-from envtool.nccl.model import NcclDevice, NcclResult, NcclRow, NcclRun, nccl_avg_busbw
+from envtool.nccl.model import (
+    COLUMNS,
+    COLUMNS_OLD,
+    COLUMNS_PER_ITER,
+    IterTimes,
+    NcclDevice,
+    NcclResult,
+    NcclRow,
+    NcclRun,
+    large_rows,
+    nccl_avg_busbw,
+    peak_busbw,
+    wrong_total,
+)
 from envtool.nccl.parse import INT_RE, NO_COLON, PARAM_KEYS
+from envtool.protocol import schemas
 from envtool.protocol.types import AllReduceResult
 from envtool.report.text import visible
 
-_COLUMNS = (
-    "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          "  # noqa: UP031
-    % ("", "", "", "", ""),
-    "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s"  # noqa: UP031
-    % ("size", "count", "type", "redop", "root", *("time", "algbw", "busbw", "#wrong") * 2),
-    "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s"  # noqa: UP031
-    % ("(B)", "(elements)", "", "", "", *("(us)", "(GB/s)", "(GB/s)", "") * 2),
+_PLACES = "           out-of-place                       in-place          "
+_PLACES_PER_ITER = (
+    "              out-of-place (+ per-iteration)"
+    "                                in-place (+ per-iteration)"
 )
+_NAMES = ("time", "algbw", "busbw")
+_UNITS = ("(us)", "(GB/s)", "(GB/s)")
+_HEADERS = {  # the column lines as nccl-tests printed them, by row layout
+    COLUMNS_OLD: (
+        "# %10s  %12s  %8s  %6s " % ("", "", "", "") + _PLACES,  # noqa: UP031
+        "# %10s  %12s  %8s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s"  # noqa: UP031
+        % ("size", "count", "type", "redop", *(*_NAMES, "error") * 2),
+        "# %10s  %12s  %8s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s"  # noqa: UP031
+        % ("(B)", "(elements)", "", "", *(*_UNITS, "") * 2),
+    ),
+    COLUMNS: (
+        "# %10s  %12s  %8s  %6s  %6s" % ("", "", "", "", "") + _PLACES,  # noqa: UP031
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s"  # noqa: UP031
+        % ("size", "count", "type", "redop", "root", *(*_NAMES, "#wrong") * 2),
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s"  # noqa: UP031
+        % ("(B)", "(elements)", "", "", "", *(*_UNITS, "") * 2),
+    ),
+    COLUMNS_PER_ITER: (
+        "# %10s  %12s  %8s  %6s  %6s" % ("", "", "", "", "") + _PLACES_PER_ITER,  # noqa: UP031
+        "# %10s  %12s  %8s  %6s  %6s" % ("size", "count", "type", "redop", "root")  # noqa: UP031
+        + ("  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s" * 2)
+        % ((*_NAMES, "#wrong", "i_min", "i_max", "i_p99", "i_cv%") * 2),
+        "# %10s  %12s  %8s  %6s  %6s" % ("(B)", "(elements)", "", "", "")  # noqa: UP031
+        + ("  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s" * 2)
+        % ((*_UNITS, "", "(us)", "(us)", "(us)", "(%)") * 2),
+    ),
+}
 
 
 def _time(us: float) -> str:
@@ -32,25 +74,57 @@ def _time(us: float) -> str:
     return f"{us:7.1f}" if us >= 100.0 else f"{us:7.2f}"
 
 
+def _fit(value: float, width: int) -> str:
+    """nccl-tests' getFloatStr: two decimals, then fewer, then an exponent, to fit ``width``."""
+    for spec in (".2f", ".1f", ".0f"):
+        text = f"{value:{width}{spec}}"
+        if len(text) <= width:
+            return text
+    return f"{value:{width}.1e}"
+
+
 def _token(name: str, value: str) -> str:
+    """One word of the layout, shown as text (a log's control characters made visible)."""
     if not value or value.split() != [value]:
         raise ValueError(f"{name} must be one non-empty word, got {value!r}")
-    return value
+    return visible(value)
 
 
-def _format_result(r: NcclResult) -> str:
-    if not all(math.isfinite(v) and v >= 0 for v in (r.time_us, r.algbw, r.busbw)):
-        raise ValueError(f"times and bandwidths must be finite and non-negative: {r}")
-    # nccl-tests prints #wrong with %5g (1e+06 from a million on); %d keeps the count exact
-    wrong = "N/A" if r.wrong is None else str(r.wrong)
-    return f"  {_time(r.time_us):>7}  {r.algbw:6.2f}  {r.busbw:6.2f}  {wrong:>5}"
+def _finite(values: Sequence[float], what: object) -> None:
+    if not all(math.isfinite(v) and v >= 0 for v in values):
+        raise ValueError(f"times and bandwidths must be finite and non-negative: {what}")
 
 
-def format_row(row: NcclRow) -> str:
-    """One row in all_reduce_perf's layout (no newline)."""
+def _per_iter(r: NcclResult) -> str:
+    """nccl-tests >= 2.19.2 with -I 1 (src/util.cu): getFloatStr widths, #wrong as %6g."""
+    if r.per_iter is None:
+        raise ValueError(f"a row of the per-iteration layout without its columns: {r}")
+    t: IterTimes = r.per_iter
+    times = (t.min_us, t.max_us, t.p99_us, t.cv_pct)
+    _finite(times, t)
+    wrong = "    N/A" if r.wrong is None else f"  {r.wrong:>6}"
+    head = f"  {_fit(r.time_us, 7)}  {_fit(r.algbw, 6)}  {_fit(r.busbw, 6)}{wrong}"
+    return head + "".join(f"  {_fit(v, 7)}" for v in times)
+
+
+def _format_result(r: NcclResult, columns: int = COLUMNS) -> str:
+    _finite((r.time_us, r.algbw, r.busbw), r)
+    if columns == COLUMNS_PER_ITER:
+        return _per_iter(r)
+    if columns == COLUMNS_OLD:  # the largest difference, "%5.0le"
+        check = "N/A" if r.max_error is None else f"{r.max_error:5.0e}"
+    else:  # nccl-tests prints #wrong with %5g (1e+06 from a million on); %d keeps it exact
+        check = "N/A" if r.wrong is None else str(r.wrong)
+    return f"  {_time(r.time_us):>7}  {r.algbw:6.2f}  {r.busbw:6.2f}  {check:>5}"
+
+
+def format_row(row: NcclRow, columns: int = COLUMNS) -> str:
+    """One row in all_reduce_perf's layout of ``columns`` fields (no newline)."""
     kind, redop = _token("type", row.type), _token("redop", row.redop)
-    head = f"{row.size:12d}  {row.count:12d}  {kind:>8}  {redop:>6}  {row.root:6d}"
-    return head + _format_result(row.oop) + _format_result(row.ip)
+    head = f"{row.size:12d}  {row.count:12d}  {kind:>8}  {redop:>6}"
+    if columns != COLUMNS_OLD:
+        head += f"  {row.root:6d}"
+    return head + _format_result(row.oop, columns) + _format_result(row.ip, columns)
 
 
 def _defaults(rows: Sequence[NcclRow]) -> dict[str, str]:
@@ -63,35 +137,74 @@ def _defaults(rows: Sequence[NcclRow]) -> dict[str, str]:
     }  # fmt: skip
 
 
-def _param_line(rows: Sequence[NcclRow], header: Mapping[str, object]) -> str:
+def _measured_params(
+    rows: Sequence[NcclRow], header: Mapping[str, object]
+) -> tuple[tuple[str, str], ...]:
+    """The header nccl-tests would print for envtool's own run: ``header`` over defaults."""
     values = {**_defaults(rows), **{k: str(v) for k, v in header.items()}}
-    for key, value in values.items():
+    keys = [*PARAM_KEYS, *(k for k in header if k not in PARAM_KEYS)]
+    return tuple((k, values[k]) for k in keys)
+
+
+def _param_line(params: Sequence[tuple[str, str]]) -> str:
+    for key, value in params:
         if not re.fullmatch(r"[A-Za-z][A-Za-z ]*", key) or not INT_RE.match(value) or " " in value:
             raise ValueError(f"bad all_reduce_perf parameter {key!r}: {value!r}")
-    keys = [*PARAM_KEYS, *(k for k in header if k not in PARAM_KEYS)]
-    parts = (f"{k} {values[k]}" if k in NO_COLON else f"{k}: {values[k]}" for k in keys)
+    parts = (f"{k} {v}" if k in NO_COLON else f"{k}: {v}" for k, v in params)
     return "# " + " ".join(parts)
 
 
 def _device_line(d: NcclDevice) -> str:
+    group = "" if d.group is None else f" Group {d.group:2d}"  # none before 2022-09
+    lead = "#   Rank" if d.group is None else "#  Rank"
     return (
-        f"#  Rank {d.rank:2d} Group {d.group:2d} Pid {d.pid:6d} on {_token('host', d.host):>10}"
+        f"{lead} {d.rank:2d}{group} Pid {d.pid:6d} on {_token('host', d.host):>10}"
         f" device {d.device:2d} [{visible(d.bus)}] {visible(d.name)}"
     )
 
 
-def _footer(
-    rows: Sequence[NcclRow], avg_busbw: float | None, oob: int | None, error: str
-) -> list[str]:
-    if oob is None:  # nccl-tests counts the checks that found wrong elements
-        oob = sum(1 for r in rows for p in (r.oop, r.ip) if p.wrong)
+def _footer(run: NcclRun, error: str) -> list[str]:
+    lines = [f"# error: {error}"] if error else []
+    oob, avg = run.out_of_bounds, run.avg_busbw
+    if oob is not None:
+        lines.append(f"# {'Out of bounds values':<20} : {oob} {'FAILED' if oob else 'OK'}")
+    if avg is not None:  # "%g %s" with no threshold check: a blank; then a "#" line
+        lines += [f"# {'Avg bus bandwidth':<20} : {avg:g} ", "#"]
+    return lines
+
+
+def format_run(run: NcclRun, error: str = "") -> str:
+    """A run laid out (again) in all_reduce_perf's layout, with the header, version line and
+    trailer it holds and no other; ``error`` (envtool's own run) before the trailer."""
+    lines = [_param_line(run.params)] if run.params else []
+    if run.devices:
+        lines += ["#", "# Using devices", *(_device_line(d) for d in run.devices)]
+    lines += [f"NCCL version {visible(run.nccl_line)}"] if run.nccl_line else []
+    if run.columns not in _HEADERS:
+        raise ValueError(f"no all_reduce_perf layout of {run.columns} columns")
+    lines += ["#", *_HEADERS[run.columns], *(format_row(r, run.columns) for r in run.rows)]
+    return "\n".join([*lines, *_footer(run, error)]) + "\n"
+
+
+def _measured(
+    source: str,
+    rows: Sequence[NcclRow],
+    header: Mapping[str, object],
+    devices: Sequence[NcclDevice],
+    nccl_version: str | None,
+    avg_busbw: float | None,
+    out_of_bounds: int | None,
+) -> NcclRun:
+    """envtool's own run, with the header and trailer nccl-tests would have printed."""
+    if out_of_bounds is None:  # nccl-tests counts the checks that found wrong elements
+        out_of_bounds = sum(1 for r in rows for p in (r.oop, r.ip) if p.wrong)
     avg = nccl_avg_busbw(rows) if avg_busbw is None else avg_busbw
-    return [
-        *([f"# error: {error}"] if error else []),
-        f"# {'Out of bounds values':<20} : {oob} {'FAILED' if oob else 'OK'}",
-        f"# {'Avg bus bandwidth':<20} : {avg:g} ",  # "%g %s" with no threshold check: a blank
-        "#",
-    ]
+    nranks = len({d.rank for d in devices}) or None
+    params = _measured_params(rows, header)
+    return NcclRun(
+        source, tuple(rows), params, tuple(devices), nranks, nccl_version, avg, out_of_bounds,
+        nccl_line=nccl_version,
+    )  # fmt: skip
 
 
 def format_rows(
@@ -104,25 +217,10 @@ def format_rows(
     out_of_bounds: int | None = None,
     error: str = "",
 ) -> str:
-    """A whole all_reduce_perf report: header (``# nThread`` keys), devices, rows, footer."""
-    lines = [_param_line(rows, header), "#", "# Using devices"]
-    lines += [_device_line(d) for d in devices]
-    lines += [f"NCCL version {nccl_version}"] if nccl_version else []
-    lines += ["#", *_COLUMNS, *(format_row(r) for r in rows)]
-    return "\n".join([*lines, *_footer(rows, avg_busbw, out_of_bounds, error)]) + "\n"
-
-
-def format_run(run: NcclRun, error: str = "") -> str:
-    """A run laid out (again) in all_reduce_perf's layout; ``error`` before the footer."""
-    return format_rows(
-        run.rows,
-        run.param_map,
-        devices=run.devices,
-        nccl_version=run.nccl_version,
-        avg_busbw=run.avg_busbw,
-        out_of_bounds=run.out_of_bounds,
-        error=error,
-    )
+    """envtool's own run as a whole all_reduce_perf report: header (``# nThread`` keys over
+    nccl-tests' defaults), devices, rows, a computed trailer."""
+    run = _measured("envtool", rows, header, devices, nccl_version, avg_busbw, out_of_bounds)
+    return format_run(run, error)
 
 
 def run_of(ar: AllReduceResult, source: str) -> NcclRun:
@@ -135,14 +233,50 @@ def run_of(ar: AllReduceResult, source: str) -> NcclRun:
         "warmup iters": p.get("warmup_iters", 0),
         "iters": p.get("iters", 0),
     }
-    params = tuple((k, str(v)) for k, v in header.items())
-    nranks = len({d.rank for d in ar.devices}) or None
-    return NcclRun(source, ar.rows, params, ar.devices, nranks, None, ar.avg_busbw, ar.wrong_total)
+    return _measured(source, ar.rows, header, ar.devices, None, ar.avg_busbw, ar.wrong_total)
 
 
 def format_allreduce(ar: AllReduceResult) -> str:
     """envtool's all-reduce in all_reduce_perf's layout, its error (if any) before the footer."""
     return format_run(run_of(ar, "envtool probe"), ar.error)
+
+
+def nccl_document(run: NcclRun, min_bytes: int) -> dict[str, object]:
+    """``envtool nccl-tests --format json``: the run as read, and its peak at large sizes."""
+    return {
+        "schema": schemas.NCCL_TESTS,
+        "source": run.source,
+        "nccl_version": run.nccl_version,
+        "nranks": run.nranks,
+        "devices": [asdict(d) for d in run.devices],
+        "params": run.param_map,
+        "rows": [asdict(r) for r in run.rows],
+        "large_min_bytes": min_bytes,
+        "large_sizes": len(large_rows(run.rows, min_bytes)),
+        "peak_busbw": peak_busbw(run.rows, min_bytes),
+        "peak_busbw_oop": peak_busbw(run.rows, min_bytes, in_place=False),
+        "avg_busbw": run.avg_busbw,
+        "out_of_bounds": run.out_of_bounds,
+        "wrong_total": wrong_total(run.rows),
+        "truncated": run.truncated,
+        "skipped_lines": run.skipped_lines,
+    }
+
+
+def reading_notes(run: NcclRun) -> list[str]:
+    """What the reader could not take from the log, one line each (nothing when it was whole)."""
+    notes = []
+    if run.truncated:
+        last = size_text(run.rows[-1].size) if run.rows else "?"
+        notes.append(
+            f"{run.source}: truncated: no '# Avg bus bandwidth' trailer after the last row"
+            f" (size {last}); the sweep and the tool's average are incomplete"
+        )
+    if run.skipped_lines:
+        n = run.skipped_lines
+        what = "line that is" if n == 1 else "lines that are"
+        notes.append(f"{run.source}: skipped {n} {what} not all_reduce_perf output")
+    return notes
 
 
 def size_text(n: float) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -176,28 +176,14 @@ def probe_result(
 
 def nccl_result(run: NcclRun, min_bytes: int, fmt: str) -> None:
     """An all_reduce_perf log: its rows, and the peak busbw at large sizes beside the average."""
-    from envtool.nccl.model import large_rows, peak_busbw, wrong_total
+    from envtool.nccl.model import peak_busbw
 
-    peak = peak_busbw(run.rows, min_bytes)
     if fmt == "json":
-        console.echo_json(
-            {
-                "source": run.source,
-                "nccl_version": run.nccl_version,
-                "nranks": run.nranks,
-                "devices": [asdict(d) for d in run.devices],
-                "params": run.param_map,
-                "rows": [asdict(r) for r in run.rows],
-                "large_min_bytes": min_bytes,
-                "large_sizes": len(large_rows(run.rows, min_bytes)),
-                "peak_busbw": peak,
-                "peak_busbw_oop": peak_busbw(run.rows, min_bytes, in_place=False),
-                "avg_busbw": run.avg_busbw,
-                "out_of_bounds": run.out_of_bounds,
-                "wrong_total": wrong_total(run.rows),
-            }
-        )
+        from envtool.report.nccl_text import nccl_document
+
+        console.echo_json(nccl_document(run, min_bytes))
         return
+    peak = peak_busbw(run.rows, min_bytes)
     from envtool.report.nccl_text import format_run, size_text
 
     click.echo(format_run(run), nl=False)

@@ -37,7 +37,16 @@ def test_demo_finds_the_drifted_node_and_doctor_passes() -> None:
     ):
         assert needle in report
     assert "node1 " not in report.replace("node[1-3]", "")  # the good nodes have no findings
-    for step in ("lockfile", "environment", "packages", "consistency", "torch", "cuda", "ddp", "ports"):
+    for step in (
+        "lockfile",
+        "environment",
+        "packages",
+        "consistency",
+        "torch",
+        "cuda",
+        "ddp",
+        "ports",
+    ):
         assert any(line.split()[1:2] == [step] for line in doctor.splitlines()), step
     assert "all 8 checks passed" in doctor and "envtool doctor exited 0" in doctor
     assert (

@@ -89,11 +89,11 @@ def test_install_puts_pip_entries_into_the_prefix(
     found = {p.name for p in prefix.glob("lib/python*/site-packages/*.dist-info")}
     assert {"tiny_dist-1.0.dist-info", "tiny_dep-0.3.dist-info"} <= found
     # pip recorded each wheel's hash (PEP 610): what verify compares with the lock's
-    from envtool_node.site_packages import archive
+    from envtool_node.site_packages import direct_url
 
     locked = {p.name: p for p in lockfile.read(proj.lock).packages if p.manager == "pip"}
     (info,) = prefix.glob("lib/python*/site-packages/tiny_dist-1.0.dist-info")
-    assert archive(str(info))[1] == locked["tiny-dist"].sha256
+    assert direct_url(str(info))[1] == locked["tiny-dist"].sha256
 
 
 def test_pip_hash_mismatch_fails_the_install(pip_world: tuple[Path, str], tmp_path: Path) -> None:
