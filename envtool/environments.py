@@ -118,6 +118,14 @@ def from_export_json(doc: Any, source: str) -> Environment:
         raise InputError(str(exc)) from None
 
 
+def _collect_env(text: str) -> bool:
+    """``python -m torch.utils.collect_env`` output (its first lines say so)."""
+    head = text[:4000]
+    return "PyTorch version:" in head and (
+        "Collecting environment information" in head or "Is debug build:" in head
+    )
+
+
 def load(target: str, platform: str = "linux-64") -> Environment:
     """A lockfile, an export YAML, a probe JSON, or a prefix directory (exported live)."""
     path = Path(target)
@@ -128,7 +136,18 @@ def load(target: str, platform: str = "linux-64") -> Environment:
         try:
             return read_export_text(text, str(path))
         except Malformed as exc:
+            if '"repodata_version"' in text or '"packages.conda"' in text:
+                raise InputError(
+                    f"{path}: a conda channel's repodata.json (every package the channel "
+                    "offers), not an environment: lock from it (envtool lock) and use the lock"
+                ) from None
             raise InputError(str(exc)) from None
+    if _collect_env(text):
+        raise InputError(
+            f"{path}: PyTorch's collect_env report: its [pip3] list also shows conda's own "
+            "packages, so it cannot say which manager installed what; use a conda env export, "
+            "the prefix, or envtool probe on that host"
+        )
     if explicit.is_explicit(text):
         return Environment(str(path), "lock", explicit.parse(text, path, platform))
     doc = yamlio.loads(text, path)
