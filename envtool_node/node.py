@@ -1,6 +1,6 @@
 """Everything envtool asks of one node, as one JSON document: export + GPU facts (+ all-reduce).
 
-    python -m envtool_node --prefix ENV_PREFIX [--no-torch] [--allreduce ARGS...]
+    python -m envtool_node --prefix ENV_PREFIX [--no-torch] [--allreduce-only] [--allreduce ARGS...]
 
 Run by ``envtool verify`` from a private temporary copy of this package on the node. Each
 part that fails is reported inside the document (``{"error": ..., "kind": ...}``), so one
@@ -59,14 +59,19 @@ def _allreduce(args: list[str]) -> dict[str, Any]:
     return allreduce.launch(allreduce.build_parser().parse_args(args))
 
 
-def collect(prefix: str, use_torch: bool, allreduce_args: list[str] | None) -> dict[str, Any]:
-    """The node document; every part guarded."""
+def collect(
+    prefix: str, use_torch: bool, allreduce_args: list[str] | None, only_allreduce: bool = False
+) -> dict[str, Any]:
+    """The node document; every part guarded (``only_allreduce``: no export, no facts, as
+    ``--allreduce pairs`` asks once the rest is known)."""
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     doc: dict[str, Any] = {"schema": schema.NODE, "prefix": prefix, "node": node}
     parts: tuple[tuple[str, Callable[[], dict[str, Any]]], ...] = (
         ("export", lambda: _export(prefix)),
         ("facts", lambda: facts.collect(use_torch=use_torch)),
     )
+    if only_allreduce:
+        parts = ()
     for key, part in parts:
         try:
             doc[key] = part()
@@ -84,20 +89,22 @@ def collect(prefix: str, use_torch: bool, allreduce_args: list[str] | None) -> d
 def main(argv: list[str] | None = None) -> int:
     """Parse the few options by hand (argparse would swallow the all-reduce's own flags)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    prefix, use_torch, allreduce_args = sys.prefix, True, None
+    prefix, use_torch, allreduce_args, only_allreduce = sys.prefix, True, None, False
     while args:
         arg = args.pop(0)
         if arg == "--prefix" and args:
             prefix = args.pop(0)
         elif arg == "--no-torch":
             use_torch = False
+        elif arg == "--allreduce-only":
+            only_allreduce = True
         elif arg == "--allreduce":
             allreduce_args, args = args, []
         else:
             sys.stderr.write("envtool_node: unknown argument %r\n" % arg)
             return 2
     try:
-        doc = collect(prefix, use_torch, allreduce_args)
+        doc = collect(prefix, use_torch, allreduce_args, only_allreduce)
     except Terminated:  # SIGTERM during the all-reduce: torchrun already stopped
         sys.stderr.write("envtool_node: terminated\n")
         return 143

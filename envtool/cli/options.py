@@ -144,7 +144,7 @@ def cluster_checks(allreduce: str, timeout: float) -> Callable[[F], F]:
         ),
         click.option(
             "--allreduce",
-            type=click.Choice(["off", "node", "cluster"]),
+            type=click.Choice(["off", "node", "cluster", "pairs"]),
             default=allreduce,
             show_default=True,
         ),

@@ -18,10 +18,12 @@ from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import check_ssh_options
 from envtool.errors import InputError
 from envtool.judge import gpu, verdict
-from envtool.judge.findings import exit_code
+from envtool.judge import pairs as judge_pairs
+from envtool.judge.findings import exit_code, fold
 from envtool.lock import lockfile
 from envtool.lock.prefixes import env_name
 from envtool.models import Environment
+from envtool.protocol.types import HostReport, PairsRun
 from envtool.report import console
 from envtool.report import verify as report
 
@@ -74,6 +76,17 @@ def _lock(args: VerifyArgs) -> Environment | None:
     return environments.from_lock(data, str(args.lock_path), args.platform)
 
 
+def _pairs(
+    host_list: list[hosts.Host], reports: list[HostReport], fan: FanoutOptions, args: VerifyArgs
+) -> PairsRun:
+    from envtool.cluster import pairs
+
+    answered = [h for h, r in zip(host_list, reports, strict=True) if r.ok]
+    port = args.rdzv_endpoint.rpartition(":")[2] if args.rdzv_endpoint else ""
+    rdzv = int(port) if port.isdigit() else survey.DEFAULT_RDZV_PORT
+    return pairs.measure(answered, fan, shlex.split(args.allreduce_args), rdzv)
+
+
 def run(args: VerifyArgs) -> int:
     """1 when any finding is an error (drift, an unreachable host, a failed all-reduce)."""
     start = time.monotonic()
@@ -96,9 +109,14 @@ def run(args: VerifyArgs) -> int:
         args.allreduce,
     )  # fmt: skip
     findings = verdict.decide(reports, lock, policy)
+    run = None
+    if args.allreduce == "pairs":  # the pairs of the nodes that answered, round by round
+        run = _pairs(host_list, reports, fan, args)
+        findings = fold([*findings, *judge_pairs.decide(run, policy.gpu)])
     result = verdict.Verdict(
-        tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start
-    )
+        tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
+        run,
+    )  # fmt: skip
     report.show(result, args.fmt, args.output, args.show_all)
     if args.junit is not None:
         report.show(result, "junit", args.junit)

@@ -68,6 +68,8 @@ class Kind(str, Enum):
     ALLREDUCE_FAILED = "allreduce-failed"
     ALLREDUCE_WRONG = "allreduce-wrong"
     BUSBW_LOW = "busbw-low"
+    SLOW_NODE = "slow-node"
+    SLOW_LINK = "slow-link"
     UNREACHABLE = "unreachable"
     PROBE_FAILED = "probe-failed"
     ENV_MISSING = "env-missing"
@@ -116,7 +118,16 @@ _CHECK_OF = {
         (Kind.CUDA_UNAVAILABLE, Kind.TOO_FEW_GPUS, Kind.DRIVER_TOO_OLD, Kind.DRIVER_MINOR_COMPAT),
         Check.GPU,
     ),
-    **dict.fromkeys((Kind.ALLREDUCE_FAILED, Kind.ALLREDUCE_WRONG, Kind.BUSBW_LOW), Check.ALLREDUCE),
+    **dict.fromkeys(
+        (
+            Kind.ALLREDUCE_FAILED,
+            Kind.ALLREDUCE_WRONG,
+            Kind.BUSBW_LOW,
+            Kind.SLOW_NODE,
+            Kind.SLOW_LINK,
+        ),
+        Check.ALLREDUCE,
+    ),
     **dict.fromkeys((Kind.RUNTIME_DIFFERS, Kind.LOADED_OUTSIDE, Kind.LOADED_TWICE), Check.RUNTIME),
     **dict.fromkeys(
         (

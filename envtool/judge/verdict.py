@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from envtool.judge import consensus, consistency, gpu, packages, runtime
 from envtool.judge.findings import Check, Finding, Kind, Severity, fold
 from envtool.models import Environment
-from envtool.protocol.types import Failure, HostReport, Outcome, Problem, ProblemKind
+from envtool.protocol.types import Failure, HostReport, Outcome, PairsRun, Problem, ProblemKind
 
-ALLREDUCE_MODES = ("off", "node", "cluster")
+ALLREDUCE_MODES = ("off", "node", "cluster", "pairs")
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ class Verdict:
     findings: tuple[Finding, ...]
     lock_path: str
     seconds: float
+    pairs: PairsRun | None = None  # --allreduce pairs
 
 
 @dataclass(frozen=True)

@@ -308,7 +308,7 @@ def read_node(text: str, source: str) -> NodeDocument:
     env = _part(doc, "export", lambda d: read_export(d, source), problems)
     facts = _part(doc, "facts", read_facts, problems)
     allreduce = _part(doc, "allreduce", read_allreduce, problems)
-    if env is None and facts is None and not problems:
+    if env is None and facts is None and allreduce is None and not problems:
         problems.append(Problem("answer", ProblemKind.EMPTY, "neither an export nor GPU facts"))
     node = doc.get("node")
     return NodeDocument(

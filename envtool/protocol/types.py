@@ -184,3 +184,24 @@ class HostReport:
     def ok(self) -> bool:
         """The host answered with a document (parts of it may still have failed)."""
         return self.failure is None
+
+
+@dataclass(frozen=True)
+class PairRun:
+    """One pair's all-reduce: rank 0's result, or why there is none."""
+
+    a: str
+    b: str
+    round: int
+    result: AllReduceResult | None
+    error: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class PairsRun:
+    """Every pair, the rounds it took and the wall time."""
+
+    pairs: tuple[PairRun, ...]
+    rounds: int
+    seconds: float

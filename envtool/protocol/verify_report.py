@@ -97,6 +97,18 @@ class FindingEntry:
 
 
 @dataclass(frozen=True)
+class PairEntry:
+    """One pair of ``--allreduce pairs``: its busbw, or why it has none."""
+
+    a: str
+    b: str
+    round: int
+    busbw: float | None  # GB/s over the largest sizes
+    error: str | None
+    seconds: float
+
+
+@dataclass(frozen=True)
 class VerifyDocument:
     """The whole report."""
 
@@ -105,6 +117,8 @@ class VerifyDocument:
     ok: bool
     hosts: tuple[HostEntry, ...]
     findings: tuple[FindingEntry, ...]
+    pairs: tuple[PairEntry, ...] = ()  # --allreduce pairs
+    rounds: int = 0
 
 
 def _plain(value: Any) -> Any:
@@ -239,6 +253,17 @@ def _finding(doc: Any) -> FindingEntry:
     )
 
 
+def _pair(doc: Any) -> PairEntry:
+    return PairEntry(
+        _get(doc, "a", (str,)),
+        _get(doc, "b", (str,)),
+        _get(doc, "round", (int,)),
+        _float(_get(doc, "busbw", (int, float), optional=True)),
+        _get(doc, "error", (str,), optional=True),
+        float(_get(doc, "seconds", (int, float))),
+    )
+
+
 def loads(text: str, source: str) -> VerifyDocument:
     """Read a report back; InputError naming ``source`` when it is not a verify/1 report."""
     try:
@@ -254,6 +279,8 @@ def loads(text: str, source: str) -> VerifyDocument:
             _get(doc, "ok", (bool,)),
             tuple(_host(h) for h in _get(doc, "hosts", (list,))),
             tuple(_finding(f) for f in _get(doc, "findings", (list,))),
+            tuple(_pair(p) for p in _get(doc, "pairs", (list,), optional=True) or ()),
+            _get(doc, "rounds", (int,), optional=True) or 0,
         )
     except _Bad as exc:
         raise InputError(f"{source}: not an envtool verify JSON report: {exc}") from None

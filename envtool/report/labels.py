@@ -38,6 +38,9 @@ _FIX = {
     Kind.ALLREDUCE_FAILED: "see docs: blocked MASTER_PORT, wrong interface (NCCL_SOCKET_IFNAME)",
     Kind.ALLREDUCE_WRONG: "results are corrupted: check GPUs, NCCL version and P2P",
     Kind.BUSBW_LOW: "check NVLink/IB, NCCL_* variables",
+    Kind.SLOW_NODE: "check that node's NIC, cable and switch port (ethtool, ibstat), and its "
+    "NCCL_* variables",
+    Kind.SLOW_LINK: "check the path between those two nodes: cables, switch ports, routes",
     Kind.UNREACHABLE: "check ssh access, the node and --timeout",
     Kind.PROBE_FAILED: "run the probe on the node by hand (envtool probe)",
     Kind.ENV_MISSING: (

@@ -98,15 +98,48 @@ def document(verdict: Verdict) -> vr.VerifyDocument:
         not failed(verdict.findings),
         tuple(host_entry(r) for r in verdict.reports),
         tuple(finding_entry(f) for f in verdict.findings),
+        _pairs(verdict),
+        verdict.pairs.rounds if verdict.pairs is not None else 0,
     )
+
+
+def _pairs(verdict: Verdict) -> tuple[vr.PairEntry, ...]:
+    run = verdict.pairs
+    if run is None:
+        return ()
+    return tuple(
+        vr.PairEntry(visible(p.a), visible(p.b), p.round,
+                     p.result.peak_busbw if p.result is not None else None,
+                     visible(p.error) if p.result is None else None, round(p.seconds, 3))
+        for p in run.pairs
+    )  # fmt: skip
 
 
 def _summary(verdict: Verdict) -> str:
     answered = sum(1 for r in verdict.reports if r.ok)
+    run = verdict.pairs
+    pairs = (
+        f"; {len(run.pairs)} pairs in {run.rounds} rounds ({run.seconds:.1f} s)"
+        if run is not None
+        else ""
+    )
     return (
         f"{len(verdict.reports)} hosts, {answered} answered, {len(verdict.findings)} findings "
-        f"in {verdict.seconds:.1f} s"
+        f"in {verdict.seconds:.1f} s{pairs}"
     )
+
+
+def _pairs_table(verdict: Verdict) -> tuple[str, list[str], list[list[str]]] | None:
+    """Each pair's busbw, slowest first: the figures the slow-node/-link findings come from."""
+    entries = sorted(_pairs(verdict), key=lambda p: (p.busbw is not None, p.busbw or 0.0))
+    if not entries:
+        return None
+    rows = [
+        [f"{p.a} <-> {p.b}", str(p.round),
+         f"{p.busbw:.3g}" if p.busbw is not None else "-", p.error or "", f"{p.seconds:.1f}"]
+        for p in entries
+    ]  # fmt: skip
+    return "all-reduce pairs", ["pair", "round", "busbw GB/s", "error", "seconds"], rows
 
 
 def _table(
@@ -134,6 +167,9 @@ def show(verdict: Verdict, fmt: str, output: Path | None, show_all: bool = False
                 click.echo(more)
         else:
             click.echo(f"all good: {summary}")
+        pairs = _pairs_table(verdict)
+        if pairs is not None:
+            console.table(*pairs)
         return
     if fmt == "table":
         text = ""

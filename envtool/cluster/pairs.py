@@ -1,0 +1,89 @@
+"""``--allreduce pairs``: rounds of two-node all-reduces, every pair of nodes once.
+
+Each round is a perfect matching (the circle method: N-1 rounds for an even N, N rounds with
+one node resting for an odd N), so every node is busy once per round and a slow node or link
+shows in the pairs it is part of. Each pair is launched exactly as ``--allreduce cluster``
+launches a job (torchrun, c10d rendezvous on the pair's first node), with the node told to
+run the all-reduce only; the pairs of a round run at once, and each round has the verify
+deadline: a hung pair costs its round, never the run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+from envtool.cluster import survey
+from envtool.cluster.hosts import Host
+from envtool.cluster.options import FanoutOptions
+from envtool.protocol.types import AllReduceResult, HostReport, PairRun, PairsRun
+
+
+def rounds(count: int) -> list[list[tuple[int, int]]]:
+    """The circle method over ``count`` nodes (indices): each round a perfect matching,
+    every pair exactly once; with an odd count one node rests each round."""
+    order: list[int | None] = list(range(count)) + ([None] if count % 2 else [])
+    size = len(order)
+    out = []
+    for _ in range(size - 1):
+        pairs = []
+        for i in range(size // 2):
+            a, b = order[i], order[size - 1 - i]
+            if a is not None and b is not None:
+                pairs.append((min(a, b), max(a, b)))
+        out.append(sorted(pairs))
+        order = [order[0], order[-1], *order[1:-1]]  # rotate all but the first
+    return out
+
+
+def _result(reports: list[HostReport]) -> tuple[AllReduceResult | None, str]:
+    """Rank 0's result of a pair, or one line on why there is none."""
+    for r in reports:
+        if r.allreduce is not None and not r.allreduce.member:
+            return (None, r.allreduce.error) if r.allreduce.error else (r.allreduce, "")
+    why = [f"{r.host}: {r.failure.detail}" for r in reports if r.failure is not None]
+    why += [f"{r.host}: {p.detail}" for r in reports for p in r.problems]
+    return None, "; ".join(why)[:300] or "no rank reported a result"
+
+
+def _one(
+    pair: tuple[Host, Host], number: int, fan: FanoutOptions, args: Sequence[str], port: int
+) -> PairRun:
+    a, b = pair
+    start = time.monotonic()
+    endpoint = f"{a.name}:{port}"
+    node = survey.node_args([a, b], "cluster", args, fan.timeout, endpoint)
+    options = replace(fan, node_args=("--allreduce-only", *node))  # before --allreduce's own
+    result, error = _result(survey.survey([a, b], options))
+    return PairRun(a.target, b.target, number, result, error, time.monotonic() - start)
+
+
+def _round(
+    pairs: list[tuple[Host, Host]], number: int, fan: FanoutOptions, args: Sequence[str], port: int
+) -> list[PairRun]:
+    """The pairs of one round, at once."""
+    results: list[PairRun | None] = [None] * len(pairs)
+
+    def run(slot: int) -> None:
+        results[slot] = _one(pairs[slot], number, fan, args, port)
+
+    threads = [
+        threading.Thread(target=run, args=(slot,), daemon=True) for slot in range(len(pairs))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [r for r in results if r is not None]
+
+
+def measure(hosts: Sequence[Host], fan: FanoutOptions, args: Sequence[str], port: int) -> PairsRun:
+    """Every pair of ``hosts``, round after round, the pairs of a round at once."""
+    start = time.monotonic()
+    plan = rounds(len(hosts))
+    done: list[PairRun] = []
+    for number, matching in enumerate(plan, start=1):
+        done += _round([(hosts[i], hosts[j]) for i, j in matching], number, fan, args, port)
+    return PairsRun(tuple(done), len(plan), time.monotonic() - start)

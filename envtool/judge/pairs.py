@@ -1,0 +1,87 @@
+"""Which node or link is slow, from the pair-wise all-reduces (pure).
+
+A pair is slow when its busbw is below a third of the median of the other pairs, below
+``--min-busbw``, or more than ``--tolerance`` below ``--baseline``. A node whose every pair is
+slow is the slow node (one finding, its pairs' figures); a slow pair whose two nodes are not
+slow is a slow link. A pair that did not finish is a failed all-reduce naming the two nodes.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from envtool.judge.findings import Finding, Kind, Severity
+from envtool.judge.gpu import GpuPolicy
+from envtool.protocol.types import PairRun, PairsRun
+
+SLOWER_THAN_MEDIAN = 1 / 3  # a pair below a third of the other pairs' median is slow
+
+
+def busbw(pair: PairRun) -> float | None:
+    """The pair's busbw over its largest sizes, None when it did not finish."""
+    return pair.result.peak_busbw if pair.result is not None else None
+
+
+def floor(pair: PairRun, measured: list[PairRun], policy: GpuPolicy) -> tuple[float, str] | None:
+    """The busbw this pair must reach, and what set it (None: nothing to compare with)."""
+    floors: list[tuple[float, str]] = []
+    others = [b for p in measured if p is not pair and (b := busbw(p)) is not None]
+    if others:
+        median = statistics.median(others)
+        floors.append((SLOWER_THAN_MEDIAN * median, f"a third of the other pairs' {median:.3g}"))
+    if policy.min_busbw is not None:
+        floors.append((policy.min_busbw, "--min-busbw"))
+    if policy.baseline_busbw is not None:
+        floors.append((policy.baseline_busbw * (1 - policy.tolerance), "--baseline"))
+    return max(floors) if floors else None
+
+
+def slow_pairs(run: PairsRun, policy: GpuPolicy) -> list[tuple[PairRun, float, str]]:
+    """Each slow pair with the floor it missed and what set that floor."""
+    measured = [p for p in run.pairs if busbw(p) is not None]
+    out = []
+    for pair in measured:
+        found = floor(pair, measured, policy)
+        value = busbw(pair)
+        if found is not None and value is not None and value < found[0]:
+            out.append((pair, found[0], found[1]))
+    return out
+
+
+def _figures(pairs: list[PairRun], node: str) -> str:
+    parts = []
+    for p in pairs:
+        other = p.b if p.a == node else p.a
+        parts.append(f"{busbw(p) or 0:.3g} GB/s with {other}")
+    return ", ".join(parts)
+
+
+def decide(run: PairsRun, policy: GpuPolicy) -> list[Finding]:
+    """Slow nodes, slow links and failed pairs."""
+    out = [
+        Finding(Kind.ALLREDUCE_FAILED, Severity.ERROR, f"{p.a} <-> {p.b}", "completes",
+                p.error, (p.a, p.b))
+        for p in run.pairs if p.result is None
+    ]  # fmt: skip
+    slow = slow_pairs(run, policy)
+    slow_set = {id(p) for p, _, _ in slow}
+    nodes = sorted({n for p in run.pairs for n in (p.a, p.b)})
+    slow_nodes = []
+    for node in nodes:
+        mine = [p for p in run.pairs if node in (p.a, p.b) and busbw(p) is not None]
+        if len(mine) >= 2 and all(id(p) in slow_set for p in mine):
+            slow_nodes.append(node)
+            best = max(f for p, f, _ in slow if id(p) in {id(q) for q in mine})
+            out.append(
+                Finding(Kind.SLOW_NODE, Severity.ERROR, node, f">= {best:.3g} GB/s",
+                        _figures(mine, node), (node,))
+            )  # fmt: skip
+    for pair, need, why in slow:
+        if pair.a in slow_nodes or pair.b in slow_nodes:
+            continue  # that node's finding names it
+        out.append(
+            Finding(Kind.SLOW_LINK, Severity.ERROR, f"{pair.a} <-> {pair.b}",
+                    f">= {need:.3g} GB/s ({why})", f"{busbw(pair) or 0:.3g} GB/s",
+                    (pair.a, pair.b))
+        )  # fmt: skip
+    return out

@@ -1,0 +1,64 @@
+"""``verify --allreduce pairs`` names the rate-limited node, and the rate-limited link, among
+four sshd nodes that each have their own network namespace, hostname and /etc/hosts, joined
+by a bridge (tests/fixtures/netns.py); gloo on CPU, torchrun's c10d rendezvous per pair."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import RUNTIME_ENV, Project, require
+from fixtures import netns
+from fixtures.runtime import torch_version
+
+RATE = "200mbit"  # a veth pair here carries gloo at ~0.2-0.4 GB/s; this is ~0.02
+ARGS = "-b 256K -e 2M -f 2 -n 2 -w 1"
+
+
+@pytest.fixture
+def prefix(project: Project, python_channel: Path, tmp_path: Path) -> Path:
+    require(netns.available(), "needs root, iproute2 (ip, tc), unshare and sshd")
+    require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
+    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
+    assert project.run("lock")[0] == 0
+    env = tmp_path / "env"
+    assert project.run("install", "--prefix", str(env))[0] == 0
+    return env
+
+
+def _pairs(project: Project, lab: netns.Lab) -> dict[str, object]:
+    code, out, err = project.run(
+        "verify", "--hosts", "node[1-4]", "-F", str(lab.cluster.ssh_config), "--min-gpus", "0",
+        "--allreduce", "pairs", "--allreduce-args", ARGS, "--timeout", "120", "--format", "json",
+    )  # fmt: skip
+    assert code == 1, out + err
+    doc: dict[str, object] = json.loads(out)
+    return doc
+
+
+def _errors(doc: dict[str, object]) -> list[tuple[str, str, list[str]]]:
+    findings = doc["findings"]
+    assert isinstance(findings, list)
+    return [(f["kind"], f["subject"], f["hosts"]) for f in findings if f["severity"] == "error"]
+
+
+def test_the_rate_limited_node_is_named(prefix: Path, project: Project, tmp_path: Path) -> None:
+    with netns.lab(tmp_path / "lab", 4, {"CONDA_PREFIX": str(prefix)}) as lab:
+        lab.limit_node(3, RATE)
+        doc = _pairs(project, lab)
+    assert _errors(doc) == [("slow-node", "node3", ["node3"])]
+    assert doc["rounds"] == 3 and isinstance(doc["pairs"], list) and len(doc["pairs"]) == 6
+    by_pair = {(p["a"], p["b"]): p["busbw"] for p in doc["pairs"]}
+    slow = [v for k, v in by_pair.items() if "node3" in k]
+    fast = [v for k, v in by_pair.items() if "node3" not in k]
+    assert max(slow) * 3 < min(fast)  # the figures the finding rests on
+
+
+def test_the_rate_limited_link_is_named_not_a_node(
+    prefix: Path, project: Project, tmp_path: Path
+) -> None:
+    with netns.lab(tmp_path / "lab", 4, {"CONDA_PREFIX": str(prefix)}) as lab:
+        lab.limit_link(1, 2, RATE)
+        doc = _pairs(project, lab)
+    assert _errors(doc) == [("slow-link", "node1 <-> node2", ["node1", "node2"])]

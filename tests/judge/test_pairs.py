@@ -1,0 +1,67 @@
+"""Which node or link is slow, from pair-wise all-reduces (judge/pairs.py), and the rounds
+that run every pair once with every node busy once per round (cluster/pairs.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from test_gpu import allreduce
+
+from envtool.cluster.pairs import rounds
+from envtool.judge import pairs
+from envtool.judge.findings import Kind
+from envtool.judge.gpu import GpuPolicy
+from envtool.protocol.types import PairRun, PairsRun
+
+NODES = ["n1", "n2", "n3", "n4"]
+
+
+def _run(slow: dict[frozenset[str], float], failed: frozenset[str] = frozenset()) -> PairsRun:
+    out = []
+    for a, b in itertools.combinations(NODES, 2):
+        key = frozenset((a, b))
+        if key == failed:
+            out.append(PairRun(a, b, 1, None, "rendezvous timed out"))
+        else:
+            out.append(PairRun(a, b, 1, allreduce(slow.get(key, 100.0))))
+    return PairsRun(tuple(out), 3, 30.0)
+
+
+@pytest.mark.parametrize("count", range(2, 10))
+def test_rounds_are_matchings_that_cover_every_pair_once(count: int) -> None:
+    plan = rounds(count)
+    assert len(plan) == (count - 1 if count % 2 == 0 else count)
+    seen = [p for matching in plan for p in matching]
+    assert sorted(seen) == list(itertools.combinations(range(count), 2))
+    for matching in plan:
+        used = [n for p in matching for n in p]
+        assert len(used) == len(set(used))  # every node in at most one pair per round
+
+
+def test_a_node_whose_every_pair_is_slow_is_named_alone() -> None:
+    slow = {frozenset(("n3", other)): 5.0 for other in ("n1", "n2", "n4")}
+    found = pairs.decide(_run(slow), GpuPolicy())
+    assert [(f.kind, f.subject, f.hosts) for f in found] == [(Kind.SLOW_NODE, "n3", ("n3",))]
+    assert "5 GB/s with n1" in found[0].actual
+
+
+def test_one_slow_pair_is_a_link_not_a_node() -> None:
+    found = pairs.decide(_run({frozenset(("n1", "n2")): 5.0}), GpuPolicy())
+    assert [(f.kind, f.subject, f.hosts) for f in found] == [
+        (Kind.SLOW_LINK, "n1 <-> n2", ("n1", "n2"))
+    ]
+
+
+def test_noise_is_not_a_finding_and_min_busbw_still_is() -> None:
+    noisy = {frozenset(("n3", "n4")): 55.0}  # half as fast: within a third of the median
+    assert pairs.decide(_run(noisy), GpuPolicy()) == []
+    found = pairs.decide(_run(noisy), GpuPolicy(min_busbw=80.0))
+    assert [(f.kind, f.subject) for f in found] == [(Kind.SLOW_LINK, "n3 <-> n4")]
+
+
+def test_a_pair_that_did_not_finish_names_both_nodes() -> None:
+    found = pairs.decide(_run({}, failed=frozenset(("n2", "n4"))), GpuPolicy())
+    assert [(f.kind, f.hosts, f.actual) for f in found] == [
+        (Kind.ALLREDUCE_FAILED, ("n2", "n4"), "rendezvous timed out")
+    ]
