@@ -138,13 +138,17 @@ def _one_size(torch: Any, dist: Any, device: Any, size: int, args: Any) -> dict[
         "redop": "sum",
         "root": -1,
         "oop": _figures(size, t_oop, nranks, wrong_oop),
-        "ip": _figures(size, t_ip, nranks, wrong_ip),
+        "ip": _figures(size, t_ip, nranks, wrong_ip, moves_data=nranks > 1),
     }
 
 
-def _figures(size: int, seconds: float, nranks: int, wrong: int) -> dict[str, Any]:
+def _figures(
+    size: int, seconds: float, nranks: int, wrong: int, moves_data: bool = True
+) -> dict[str, Any]:
+    """time, algbw, busbw of one placement; an in-place all-reduce of one rank moves no data:
+    its time is the call's cost, and it has no bandwidth (0, not size/time)."""
     time_us = seconds * 1e6
-    algbw = perf.algbw(size, time_us) if time_us > 0 else 0.0
+    algbw = perf.algbw(size, time_us) if time_us > 0 and moves_data else 0.0
     return {"time_us": time_us, "algbw": algbw, "busbw": perf.busbw(algbw, nranks), "wrong": wrong}
 
 

@@ -236,9 +236,17 @@ def run_of(ar: AllReduceResult, source: str) -> NcclRun:
     return _measured(source, ar.rows, header, ar.devices, None, ar.avg_busbw, ar.wrong_total)
 
 
+ONE_RANK = (
+    "one rank: nothing crosses a link (busbw is 0 by definition, algbw is a local copy); "
+    "in-place calls move no data (their bandwidth is 0, their time the call's cost)"
+)
+
+
 def format_allreduce(ar: AllReduceResult) -> str:
-    """envtool's all-reduce in all_reduce_perf's layout, its error (if any) before the footer."""
-    return format_run(run_of(ar, "envtool probe"), ar.error)
+    """envtool's all-reduce in all_reduce_perf's layout, its error (if any) before the footer;
+    a one-rank run says what its figures are."""
+    text = format_run(run_of(ar, "envtool probe"), ar.error)
+    return text + (f"# {ONE_RANK}\n" if ar.nranks == 1 and ar.rows else "")
 
 
 def nccl_document(run: NcclRun, min_bytes: int) -> dict[str, object]:

@@ -193,7 +193,7 @@ def test_install_flag_installs_then_everything_passes(lab: Lab, tmp_path: Path) 
     assert (target / "conda-meta").is_dir()
     assert _lines(out)["packages"].startswith("✓")
     if _torch_available():  # --no-ddp: no claim that a DDP step ran
-        assert "6 checks passed (skipped: ddp): this environment matches the lock." in out
+        assert "7 checks passed (skipped: ddp): this environment matches the lock." in out
     assert code == (0 if _torch_available() else 1)
 
 
