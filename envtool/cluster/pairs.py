@@ -87,3 +87,23 @@ def measure(hosts: Sequence[Host], fan: FanoutOptions, args: Sequence[str], port
     for number, matching in enumerate(plan, start=1):
         done += _round([(hosts[i], hosts[j]) for i, j in matching], number, fan, args, port)
     return PairsRun(tuple(done), len(plan), time.monotonic() - start)
+
+
+def confirm(
+    run: PairsRun,
+    suspects: Sequence[tuple[str, str]],
+    hosts: Sequence[Host],
+    fan: FanoutOptions,
+    args: Sequence[str],
+    port: int,
+) -> PairsRun:
+    """Each suspect pair measured again, alone (one round each): its figure replaces the
+    one it had beside the other pairs of its round."""
+    start = time.monotonic() - run.seconds
+    by_target = {h.target: h for h in hosts}
+    pairs, rounds = list(run.pairs), run.rounds
+    for a, b in suspects:
+        rounds += 1
+        again = _one((by_target[a], by_target[b]), rounds, fan, args, port)
+        pairs = [again if (p.a, p.b) == (a, b) else p for p in pairs]
+    return PairsRun(tuple(pairs), rounds, time.monotonic() - start)

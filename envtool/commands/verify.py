@@ -77,14 +77,21 @@ def _lock(args: VerifyArgs) -> Environment | None:
 
 
 def _pairs(
-    host_list: list[hosts.Host], reports: list[HostReport], fan: FanoutOptions, args: VerifyArgs
+    host_list: list[hosts.Host],
+    reports: list[HostReport],
+    fan: FanoutOptions,
+    args: VerifyArgs,
+    policy: gpu.GpuPolicy,
 ) -> PairsRun:
     from envtool.cluster import pairs
 
     answered = [h for h, r in zip(host_list, reports, strict=True) if r.ok]
     port = args.rdzv_endpoint.rpartition(":")[2] if args.rdzv_endpoint else ""
     rdzv = int(port) if port.isdigit() else survey.DEFAULT_RDZV_PORT
-    return pairs.measure(answered, fan, shlex.split(args.allreduce_args), rdzv)
+    allreduce_args = shlex.split(args.allreduce_args)
+    run = pairs.measure(answered, fan, allreduce_args, rdzv)
+    suspects = judge_pairs.suspect_links(run, policy)  # a slow link is measured again alone
+    return pairs.confirm(run, suspects, answered, fan, allreduce_args, rdzv) if suspects else run
 
 
 def run(args: VerifyArgs) -> int:
@@ -111,7 +118,7 @@ def run(args: VerifyArgs) -> int:
     findings = verdict.decide(reports, lock, policy)
     run = None
     if args.allreduce == "pairs":  # the pairs of the nodes that answered, round by round
-        run = _pairs(host_list, reports, fan, args)
+        run = _pairs(host_list, reports, fan, args, policy.gpu)
         findings = fold([*findings, *judge_pairs.decide(run, policy.gpu)])
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,

@@ -56,6 +56,24 @@ def _figures(pairs: list[PairRun], node: str) -> str:
     return ", ".join(parts)
 
 
+def _slow_nodes(run: PairsRun, slow: list[tuple[PairRun, float, str]]) -> list[str]:
+    slow_set = {id(p) for p, _, _ in slow}
+    out = []
+    for node in sorted({n for p in run.pairs for n in (p.a, p.b)}):
+        mine = [p for p in run.pairs if node in (p.a, p.b) and busbw(p) is not None]
+        if len(mine) >= 2 and all(id(p) in slow_set for p in mine):
+            out.append(node)
+    return out
+
+
+def suspect_links(run: PairsRun, policy: GpuPolicy) -> list[tuple[str, str]]:
+    """The slow pairs no slow node explains: measured again alone before they are named (a
+    pair that shared a busy machine with others in its round may only have been starved)."""
+    slow = slow_pairs(run, policy)
+    nodes = set(_slow_nodes(run, slow))
+    return [(p.a, p.b) for p, _, _ in slow if p.a not in nodes and p.b not in nodes]
+
+
 def decide(run: PairsRun, policy: GpuPolicy) -> list[Finding]:
     """Slow nodes, slow links and failed pairs."""
     out = [
@@ -64,13 +82,10 @@ def decide(run: PairsRun, policy: GpuPolicy) -> list[Finding]:
         for p in run.pairs if p.result is None
     ]  # fmt: skip
     slow = slow_pairs(run, policy)
-    slow_set = {id(p) for p, _, _ in slow}
-    nodes = sorted({n for p in run.pairs for n in (p.a, p.b)})
-    slow_nodes = []
-    for node in nodes:
+    slow_nodes = _slow_nodes(run, slow)
+    for node in slow_nodes:
         mine = [p for p in run.pairs if node in (p.a, p.b) and busbw(p) is not None]
-        if len(mine) >= 2 and all(id(p) in slow_set for p in mine):
-            slow_nodes.append(node)
+        if mine:
             best = max(f for p, f, _ in slow if id(p) in {id(q) for q in mine})
             out.append(
                 Finding(Kind.SLOW_NODE, Severity.ERROR, node, f">= {best:.3g} GB/s",

@@ -65,3 +65,11 @@ def test_a_pair_that_did_not_finish_names_both_nodes() -> None:
     assert [(f.kind, f.hosts, f.actual) for f in found] == [
         (Kind.ALLREDUCE_FAILED, ("n2", "n4"), "rendezvous timed out")
     ]
+
+
+def test_only_a_slow_pair_no_slow_node_explains_is_measured_again() -> None:
+    node3 = {frozenset(("n3", other)): 5.0 for other in ("n1", "n2", "n4")}
+    assert pairs.suspect_links(_run(node3), GpuPolicy()) == []  # the node explains them
+    link = {frozenset(("n1", "n2")): 5.0}
+    assert pairs.suspect_links(_run(link), GpuPolicy()) == [("n1", "n2")]
+    assert pairs.suspect_links(_run({}), GpuPolicy()) == []
