@@ -147,6 +147,18 @@ def project(tmp_path: Path, channel: Path) -> Project:
     return proj
 
 
+@pytest.fixture
+def runtime_prefix(project: Project, python_channel: Path, tmp_path: Path) -> Path:
+    """RUNTIME_ENV locked in ``project`` and installed: a prefix whose records, artifacts and
+    runtime (this interpreter, its torch) agree (fixtures/runtime.py)."""
+    require(runtime.torch_version() is not None, "torch is not installed (pip install torch)")
+    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
+    assert project.run("lock")[0] == 0
+    prefix = tmp_path / "env"
+    assert project.run("install", "--prefix", str(prefix))[0] == 0
+    return prefix
+
+
 def which_or_skip(name: str) -> str:
     path = shutil.which(name)
     require(path is not None, f"{name} is not installed")

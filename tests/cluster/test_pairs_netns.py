@@ -8,23 +8,17 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import RUNTIME_ENV, Project, require
+from conftest import Project, require
 from fixtures import netns
-from fixtures.runtime import torch_version
 
 RATE = "200mbit"  # a veth pair here carries gloo at ~0.2-0.4 GB/s; this is ~0.02
 ARGS = "-b 256K -e 2M -f 2 -n 2 -w 1"
 
 
 @pytest.fixture
-def prefix(project: Project, python_channel: Path, tmp_path: Path) -> Path:
+def prefix(runtime_prefix: Path) -> Path:
     require(netns.available(), "needs root, iproute2 (ip, tc), unshare and sshd")
-    require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
-    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
-    assert project.run("lock")[0] == 0
-    env = tmp_path / "env"
-    assert project.run("install", "--prefix", str(env))[0] == 0
-    return env
+    return runtime_prefix
 
 
 def _pairs(project: Project, lab: netns.Lab) -> dict[str, object]:

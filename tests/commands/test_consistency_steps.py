@@ -8,19 +8,15 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import RUNTIME_ENV, Project, require
+from conftest import Project
 from fixtures.prefixes import add_dist_info
-from fixtures.runtime import SP, torch_version
+from fixtures.runtime import SP
 
 
 @pytest.fixture
-def mixed(project: Project, python_channel: Path, tmp_path: Path) -> Path:
+def mixed(runtime_prefix: Path) -> Path:
     """The lock installed, then CUDA 11 and CUDA 12 wheels of one library added by pip."""
-    require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
-    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
-    assert project.run("lock")[0] == 0
-    prefix = tmp_path / "env"
-    assert project.run("install", "--prefix", str(prefix))[0] == 0
+    prefix = runtime_prefix
     add_dist_info(prefix, "nvidia-cublas-cu11", "11.11.3.6", sp=SP)
     add_dist_info(prefix, "nvidia-cublas-cu12", "12.1.3.1", sp=SP)
     return prefix

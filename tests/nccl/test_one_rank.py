@@ -6,23 +6,16 @@ from __future__ import annotations
 
 import pytest
 from conftest import require
+from fixtures.runtime import torch_version
 
 from envtool.cluster import local
 from envtool.report.nccl_text import ONE_RANK, format_allreduce, run_of
 from envtool.report.plot import series
 
 
-def _torch() -> bool:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def one_rank():  # type: ignore[no-untyped-def]
-    require(_torch(), "torch is not installed (pip install torch==2.13.0)")
+    require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
     args = ["--nproc", "1", "-b", "4K", "-e", "256K", "-f", "4", "-n", "3", "-w", "1"]
     _, result = local.allreduce(None, args, 120.0)
     assert not result.error and result.nranks == 1

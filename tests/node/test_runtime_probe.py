@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import RUNTIME_ENV, Project, require
+from conftest import Project, require
 from fixtures.prefixes import add_dist_info
-from fixtures.runtime import SHORT, SP, other_torch, torch_version
+from fixtures.runtime import SHORT, SP, other_torch
 
 from envtool import environments
 from envtool.cluster import local
@@ -35,24 +35,14 @@ def _check(facts: NodeFacts, prefix: Path, project: Project | None = None) -> li
     return runtime.check(HostReport("here", facts=facts, prefix=str(prefix)), lock)
 
 
-@pytest.fixture
-def installed(project: Project, python_channel: Path, tmp_path: Path) -> Path:
-    require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
-    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
-    assert project.run("lock")[0] == 0
-    prefix = tmp_path / "env"
-    assert project.run("install", "--prefix", str(prefix))[0] == 0
-    return prefix
-
-
-def test_the_locked_prefix_loads_what_is_locked(installed: Path, project: Project) -> None:
-    _, facts = local.facts(installed)
+def test_the_locked_prefix_loads_what_is_locked(runtime_prefix: Path, project: Project) -> None:
+    _, facts = local.facts(runtime_prefix)
     rt = facts.runtime
-    assert rt is not None and rt.sys_prefix == str(installed)
-    assert rt.executable == str(installed / "bin" / "python")
-    assert rt.torch_file == f"{installed}/lib/python{SHORT}/site-packages/torch/__init__.py"
+    assert rt is not None and rt.sys_prefix == str(runtime_prefix)
+    assert rt.executable == str(runtime_prefix / "bin" / "python")
+    assert rt.torch_file == f"{runtime_prefix}/lib/python{SHORT}/site-packages/torch/__init__.py"
     assert not any("envtool" in p for p in rt.path)  # envtool's own folder is not the node's
-    assert _check(facts, installed, project) == []
+    assert _check(facts, runtime_prefix, project) == []
 
 
 def test_torch_in_a_user_site_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -78,7 +68,7 @@ def test_torch_in_a_user_site_is_named(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_a_preloaded_nccl_is_mapped_read_and_named(
-    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    runtime_prefix: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A real shared object named libnccl.so.2, preloaded: /proc/self/maps shows it, its own
     ncclGetVersion says 2.19.3, and the finding names LD_PRELOAD."""
@@ -91,11 +81,11 @@ def test_a_preloaded_nccl_is_mapped_read_and_named(
     library.parent.mkdir()
     subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
     monkeypatch.setenv("LD_PRELOAD", str(library))
-    _, facts = local.facts(installed)
+    _, facts = local.facts(runtime_prefix)
     assert facts.runtime is not None
     (nccl,) = facts.runtime.mapped("nccl")
     assert (nccl.path, nccl.version) == (str(library), "2.19.3")
-    found = _check(facts, installed)
+    found = _check(facts, runtime_prefix)
     assert [(f.kind, f.subject, f.cause) for f in found] == [
         (Kind.LOADED_OUTSIDE, "NCCL", runtime.LD_PRELOAD)
     ]
@@ -103,7 +93,7 @@ def test_a_preloaded_nccl_is_mapped_read_and_named(
 
 
 def test_net_plugins_on_the_library_path_are_listed(
-    installed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    runtime_prefix: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plugins = tmp_path / "aws-ofi-nccl" / "lib"
     plugins.mkdir(parents=True)
@@ -111,25 +101,25 @@ def test_net_plugins_on_the_library_path_are_listed(
     (plugins / "libother.so").write_bytes(b"")
     monkeypatch.setenv("LD_LIBRARY_PATH", f"/nonexistent:{plugins}")
     monkeypatch.setenv("NCCL_NET_PLUGIN", "aws-ofi")
-    _, facts = local.facts(installed)
+    _, facts = local.facts(runtime_prefix)
     assert facts.runtime is not None
     assert facts.runtime.net_plugins == (str(plugins / "libnccl-net.so"),)
     assert runtime.plugins(facts) == "libnccl-net.so, NCCL_NET_PLUGIN=aws-ofi"
 
 
 def test_verify_names_a_record_whose_artifact_is_not_the_locked_one(
-    installed: Path, project: Project
+    runtime_prefix: Path, project: Project
 ) -> None:
     def verify() -> tuple[int, dict]:
         code, out, _ = project.run(
             "verify", "--transport", "local", "--hosts", "localhost", "--prefix",
-            str(installed), "--min-gpus", "0", "--format", "json",
+            str(runtime_prefix), "--min-gpus", "0", "--format", "json",
         )  # fmt: skip
         return code, json.loads(out)
 
     code, doc = verify()
     assert code == 0 and doc["ok"] is True, doc["findings"]
-    (record,) = (installed / "conda-meta").glob("numpy-*.json")
+    (record,) = (runtime_prefix / "conda-meta").glob("numpy-*.json")
     meta = json.loads(record.read_text())
     meta["sha256"] = "f" * 64  # the same name-version-build, another file
     record.write_text(json.dumps(meta))
@@ -140,17 +130,17 @@ def test_verify_names_a_record_whose_artifact_is_not_the_locked_one(
     assert "sha256 ffffffffffff" in f["actual"] and meta["version"] in f["expected"]
 
 
-def test_a_pip_wheel_is_compared_by_the_hash_pip_recorded(installed: Path) -> None:
+def test_a_pip_wheel_is_compared_by_the_hash_pip_recorded(runtime_prefix: Path) -> None:
     """pip writes the wheel's sha256 into direct_url.json (PEP 610) for a ``name @ URL``
     install, as ``envtool install`` does: the export carries it, and another file with the
     lock's name and version is ``artifact-differs``; an index install records no hash and is
     not compared."""
-    info = add_dist_info(installed, "tiny-dist", "1.0", sp=SP)
+    info = add_dist_info(runtime_prefix, "tiny-dist", "1.0", sp=SP)
     wheel = "https://files.example/tiny_dist-1.0-py3-none-any.whl"
     digest = "ab" * 32
     direct = {"url": wheel, "archive_info": {"hashes": {"sha256": digest}}}
     (info / "direct_url.json").write_text(json.dumps(direct))
-    env = environments.from_prefix(installed)
+    env = environments.from_prefix(runtime_prefix)
     (pip,) = [p for p in env.packages if p.manager == "pip"]
     assert (pip.name, pip.sha256, pip.url) == ("tiny-dist", digest, wheel)
     locked = Package("tiny-dist", "1.0", manager="pip", url=wheel, sha256="cd" * 32)
@@ -158,5 +148,5 @@ def test_a_pip_wheel_is_compared_by_the_hash_pip_recorded(installed: Path) -> No
     (f,) = [f for f in packages.diff(lock, env) if f.subject == "tiny-dist"]
     assert f.kind is Kind.ARTIFACT_DIFFERS
     (info / "direct_url.json").unlink()  # from an index: no hash recorded, nothing claimed
-    env = environments.from_prefix(installed)
+    env = environments.from_prefix(runtime_prefix)
     assert not [f for f in packages.diff(lock, env) if f.subject == "tiny-dist"]
