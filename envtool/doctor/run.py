@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from envtool.doctor import steps
+from envtool.doctor import machine, steps
 from envtool.doctor.steps import FAIL, PASS, SKIP, WARN, Step
 from envtool.lock.install import InstallOptions
 
@@ -76,19 +76,19 @@ def run(
     if prefix is None:
         emit(_skipped("torch", "no environment to import it from"))
     else:
-        torch_step, facts = steps.torch(prefix, lock, options.platform)
+        torch_step, facts = machine.torch(prefix, lock, options.platform)
         emit(torch_step)
     if facts is None or facts.torch is None:
         emit(_skipped("cuda", "torch does not import"))
         emit(_skipped("ddp", "torch does not import"))
     else:
-        emit(steps.cuda(facts, lock, options.platform, options.min_gpus))
+        emit(machine.cuda(facts, lock, options.platform, options.min_gpus))
         if not options.ddp:
             emit(_skipped("ddp", "--no-ddp"))
         else:
             assert prefix is not None
-            emit(steps.ddp(prefix, options.nproc, options.timeout))
-    emit(steps.ports(options.master_port, options.rdzv_port))
+            emit(machine.ddp(prefix, options.nproc, options.timeout))
+    emit(machine.ports(options.master_port, options.rdzv_port))
     return done
 
 
