@@ -25,7 +25,7 @@ from fixtures.channel import build_channel, realistic_packages  # noqa: E402
 from fixtures.prefixes import add_dist_info  # noqa: E402
 from fixtures.runtime import (  # noqa: E402
     DRIFTED_BUILD,
-    SHORT,
+    LAB_ENV,
     SP,
     TORCH_SPEC,
     other_torch,
@@ -33,11 +33,7 @@ from fixtures.runtime import (  # noqa: E402
     torch_version,
 )
 
-ENV = f"""\
-name: ddp
-channels: [{{channel}}]
-dependencies: [python={SHORT}, {TORCH_SPEC}, cudatoolkit=11.8, nccl=2.18.3.1, numpy, pip]
-"""
+ENV = LAB_ENV
 VIRTUAL = 'subdirs:\n  linux-64:\n    packages:\n      __cuda: "11.8"\n      __glibc: "2.28"\n'
 BIN = Path(sys.executable).parent
 

@@ -99,11 +99,11 @@ def confirm(
 ) -> PairsRun:
     """Each suspect pair measured again, alone (one round each): its figure replaces the
     one it had beside the other pairs of its round."""
-    start = time.monotonic() - run.seconds
+    start = time.monotonic()
     by_target = {h.target: h for h in hosts}
     pairs, rounds = list(run.pairs), run.rounds
     for a, b in suspects:
         rounds += 1
         again = _one((by_target[a], by_target[b]), rounds, fan, args, port)
         pairs = [again if (p.a, p.b) == (a, b) else p for p in pairs]
-    return PairsRun(tuple(pairs), rounds, time.monotonic() - start)
+    return PairsRun(tuple(pairs), rounds, run.seconds + time.monotonic() - start)

@@ -76,6 +76,14 @@ def _lock(args: VerifyArgs) -> Environment | None:
     return environments.from_lock(data, str(args.lock_path), args.platform)
 
 
+def _rdzv_port(endpoint: str) -> int:
+    """The port each pair's rendezvous uses (on the pair's first node): --rdzv-endpoint's."""
+    port = endpoint.rpartition(":")[2] if endpoint else ""
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
+        raise InputError(f"--rdzv-endpoint {endpoint!r}: expected HOST:PORT, PORT 1-65535")
+    return int(port) if port else survey.DEFAULT_RDZV_PORT
+
+
 def _pairs(
     host_list: list[hosts.Host],
     reports: list[HostReport],
@@ -86,8 +94,7 @@ def _pairs(
     from envtool.cluster import pairs
 
     answered = [h for h, r in zip(host_list, reports, strict=True) if r.ok]
-    port = args.rdzv_endpoint.rpartition(":")[2] if args.rdzv_endpoint else ""
-    rdzv = int(port) if port.isdigit() else survey.DEFAULT_RDZV_PORT
+    rdzv = _rdzv_port(args.rdzv_endpoint)
     allreduce_args = shlex.split(args.allreduce_args)
     run = pairs.measure(answered, fan, allreduce_args, rdzv)
     suspects = judge_pairs.suspect_links(run, policy)  # a slow link is measured again alone
@@ -100,6 +107,8 @@ def run(args: VerifyArgs) -> int:
     if args.allreduce not in verdict.ALLREDUCE_MODES:
         raise InputError(f"--allreduce {args.allreduce!r}: use off, node or cluster")
     host_list = hosts.resolve(args.hosts_spec)
+    if args.allreduce == "pairs":
+        _rdzv_port(args.rdzv_endpoint)  # bad input stops here, before any process starts
     check_ssh_options(args.fanout)
     lock = _lock(args)
     baseline = baseline_busbw(args.baseline) if args.baseline is not None else None

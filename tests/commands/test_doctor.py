@@ -22,8 +22,8 @@ from fixtures.gpu import cuda_devices, ddp_plan
 from fixtures.prefixes import add_dist_info, install_prefix
 from fixtures.runtime import (
     DRIFTED_BUILD,
+    LAB_ENV,
     SHORT,
-    TORCH_SPEC,
     other_torch,
     runtime_packages,
     torch_version,
@@ -32,11 +32,7 @@ from fixtures.runtime import SP as RUNTIME_SP
 
 from envtool.cli import main
 
-ENV = f"""\
-name: ddp
-channels: [{{channel}}]
-dependencies: [python={SHORT}, {TORCH_SPEC}, cudatoolkit=11.8, nccl=2.18.3.1, numpy, pip]
-"""
+ENV = LAB_ENV
 # The lock the H100 report was made against: python 3.9, a CUDA 11.8 pytorch; the prefix
 # installed from it runs this machine's interpreter and torch (a wrapper bin/python).
 NOT_WHAT_RUNS = """\

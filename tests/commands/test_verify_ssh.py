@@ -16,7 +16,7 @@ from fixtures.channel import build_channel, realistic_packages
 from fixtures.prefixes import add_dist_info
 from fixtures.runtime import (
     DRIFTED_BUILD,
-    SHORT,
+    LAB_ENV,
     SP,
     TORCH_BUILD,
     TORCH_SPEC,
@@ -27,18 +27,7 @@ from fixtures.runtime import (
 
 from envtool.cli import main
 
-GOOD_ENV = f"""\
-name: ddp
-channels:
-  - {{channel}}
-dependencies:
-  - python={SHORT}
-  - {TORCH_SPEC}
-  - cudatoolkit=11.8
-  - nccl=2.18.3.1
-  - numpy
-  - pip
-"""
+GOOD_ENV = LAB_ENV
 DRIFTED_ENV = GOOD_ENV.replace(TORCH_SPEC, DRIFTED_BUILD).replace("nccl=2.18.3.1", "nccl=2.16.5.1")
 OTHER_TORCH = "1.13.1"  # on node5's PYTHONPATH
 
