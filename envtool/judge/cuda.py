@@ -52,8 +52,9 @@ class Source:
         return self.cuda.split(".")[0]
 
 
-def _major_minor(version: str) -> str:
-    return ".".join(version.split("+")[0].split(".")[:2])
+def components(version: str, n: int) -> str:
+    """The first ``n`` parts of a version, its local label dropped (``12.4.127`` → ``12.4``)."""
+    return ".".join(version.split("+")[0].split(".")[:n])
 
 
 def torch_build(pkg: Package) -> str | None:
@@ -77,14 +78,14 @@ def source(pkg: Package) -> Source | None:
     name = pkg.name.lower()
     if pkg.manager == "conda":
         if name in ("cuda-version", "cudatoolkit", "pytorch-cuda"):
-            return Source(pkg, _major_minor(pkg.version), name)
+            return Source(pkg, components(pkg.version, 2), name)
         if name in SPLIT:
-            return Source(pkg, _major_minor(pkg.version), "split")
+            return Source(pkg, components(pkg.version, 2), "split")
     if name in ("pytorch", "torch", "libtorch", "pytorch-gpu"):
         cuda = torch_build(pkg)
         return Source(pkg, cuda, "torch build") if cuda and cuda != "cpu" else None
     if pkg.manager == "pip" and _RUNTIME_WHEEL.match(name):
-        return Source(pkg, _major_minor(pkg.version), "wheel")
+        return Source(pkg, components(pkg.version, 2), "wheel")
     wheel = _WHEEL.match(name) if pkg.manager == "pip" else None
     return Source(pkg, wheel.group(1), "wheel") if wheel else None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 
-from envtool.judge.cuda import torch_build
+from envtool.judge.cuda import components, torch_build
 from envtool.judge.findings import Finding, Kind, Severity
 from envtool.judge.packages import by_key, effective
 from envtool.models import Environment, Package
@@ -53,10 +53,6 @@ def locked(lock: Environment, keys: tuple[str, ...]) -> Package | None:
     return None
 
 
-def _components(version: str, n: int) -> str:
-    return ".".join(version.split("+")[0].split(".")[:n])
-
-
 def _first_version(rt: Runtime | None, kind: str) -> str | None:
     libs = rt.mapped(kind) if rt is not None else ()
     return next((lib.version for lib in libs if lib.version), None)
@@ -66,7 +62,7 @@ def _library_pin(lock: Environment, keys: tuple[str, ...], have: str | None) -> 
     """The locked package a loaded library is held to: the one of its version when the lock
     pins several (conda's nccl and a pip wheel's), else the first."""
     pins = [p for p in (locked(lock, (key,)) for key in keys) if p is not None]
-    same = [p for p in pins if have and _components(p.version, 3) == _components(have, 3)]
+    same = [p for p in pins if have and components(p.version, 3) == components(have, 3)]
     return next(iter(same or pins), None)
 
 
@@ -85,7 +81,7 @@ def compared(facts: NodeFacts, lock: Environment) -> list[Loaded]:
     # a CPU torch loads no NCCL: nothing to compare (the torch CUDA line says why)
     expect_nccl = nccl if facts.cuda else None
     out.append(
-        Loaded("NCCL", have_nccl, expect_nccl, _components(nccl.version, 3) if nccl else None)
+        Loaded("NCCL", have_nccl, expect_nccl, components(nccl.version, 3) if nccl else None)
     )
     have_cudnn = _first_version(rt, "cudnn")
     if have_cudnn is None and facts.cudnn and facts.cudnn.isdigit():
@@ -93,7 +89,7 @@ def compared(facts: NodeFacts, lock: Environment) -> list[Loaded]:
     cudnn = _library_pin(lock, LIBRARIES["cudnn"][1], have_cudnn)
     expect_cudnn = cudnn if facts.cuda else None
     out.append(
-        Loaded("cuDNN", have_cudnn, expect_cudnn, _components(cudnn.version, 3) if cudnn else None)
+        Loaded("cuDNN", have_cudnn, expect_cudnn, components(cudnn.version, 3) if cudnn else None)
     )
     return out
 
@@ -102,7 +98,7 @@ def _same(subject: str, have: str, want: str) -> bool:
     if subject == "torch":
         return have.split("+")[0] == want
     if subject in ("NCCL", "cuDNN"):
-        return _components(have, 3) == want
+        return components(have, 3) == want
     return have == want
 
 

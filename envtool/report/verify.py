@@ -129,6 +129,18 @@ def _summary(verdict: Verdict) -> str:
     )
 
 
+def _compared(verdict: Verdict) -> str:
+    """What "all good" rests on: which levels were compared, and what was not."""
+    levels = ["package records and their hashes"] if verdict.lock_path else []
+    loaded = [r for r in verdict.reports if r.facts is not None and r.facts.runtime is not None]
+    if loaded:
+        levels.append("what each python loads (interpreter, torch, NCCL, cuDNN)")
+    against = "against the lock and each other" if verdict.lock_path else "between the nodes"
+    missing = len(verdict.reports) - len(loaded)
+    note = f"; no runtime from {missing} host(s) (an older probe)" if missing else ""
+    return f"compared {against}: {', '.join(levels) or 'package records'}{note}"
+
+
 def _pairs_table(verdict: Verdict) -> tuple[str, list[str], list[list[str]]] | None:
     """Each pair's busbw, slowest first: the figures the slow-node/-link findings come from."""
     entries = sorted(_pairs(verdict), key=lambda p: (p.busbw is not None, p.busbw or 0.0))
@@ -166,7 +178,7 @@ def show(verdict: Verdict, fmt: str, output: Path | None, show_all: bool = False
             if more:
                 click.echo(more)
         else:
-            click.echo(f"all good: {summary}")
+            click.echo(f"all good: {summary}\n{_compared(verdict)}")
         pairs = _pairs_table(verdict)
         if pairs is not None:
             console.table(*pairs)
@@ -176,7 +188,7 @@ def show(verdict: Verdict, fmt: str, output: Path | None, show_all: bool = False
         if verdict.findings:
             table, more = _table(verdict, summary, show_all)
             text = console.table_text(*table) + (f"{more}\n" if more else "")
-        text = text or f"all good: {summary}\n"
+        text = text or f"all good: {summary}\n{_compared(verdict)}\n"
     else:
         doc = document(verdict)
         text = vr.dumps(doc) if fmt == "json" else junit.render(doc)

@@ -53,3 +53,17 @@ def test_findings_are_worded_where_the_report_is_made() -> None:
     assert unreachable.actual == "ssh failed: Connection refused"
     assert [h.error for h in doc.hosts] == [None, None, "ssh failed: Connection refused"]
     assert doc.ok is False
+
+
+def test_all_good_says_what_it_compared(capsys) -> None:  # type: ignore[no-untyped-def]
+    from envtool.protocol.types import Runtime
+
+    loaded = NodeFacts(python="3.9.18", runtime=Runtime(executable="/e/bin/python"))
+    rs = (HostReport("a", facts=loaded), HostReport("b", facts=FACTS))
+    report.show(verdict.Verdict(rs, (), "conda-lock.yml", 1.0), "table", None)
+    out = capsys.readouterr().out
+    assert out.startswith("all good: 2 hosts")
+    assert "against the lock and each other: package records and their hashes" in out
+    assert "what each python loads" in out and "no runtime from 1 host(s)" in out
+    report.show(verdict.Verdict(rs[:1], (), "", 1.0), "table", None)
+    assert "compared between the nodes:" in capsys.readouterr().out
