@@ -3,10 +3,11 @@
 The floor is the work with nothing around it: the ranks started at once, each importing torch
 once, initialising a gloo process group (env://) and running the same all-reduce sweep
 (``dist.all_reduce`` out-of-place and in-place, warm-up and timed iterations per size), then
-exiting. ``envtool probe`` does the same sweep plus the GPU facts, its launcher and torchrun;
-the ratio of the medians is what those add (issue 18's goal: <= 1.3x).
+exiting. ``envtool probe`` does the same sweep plus the GPU facts and its launcher, and
+``envtool verify --allreduce node`` on this one machine (local transport) adds the export and
+the judging; the ratios of the medians are what those add (issue 18's goal: <= 1.3x).
 
-    python bench/bench_probe.py [--runs 3] [--nproc 2]
+    python bench/bench_probe.py [--runs 5] [--nproc 2]
 """
 
 from __future__ import annotations
@@ -77,20 +78,35 @@ def probe(nproc: int) -> float:
     return time.perf_counter() - start
 
 
+def verify(nproc: int) -> float:
+    """``envtool verify --allreduce node`` on this machine, the same sweep and ranks."""
+    start = time.perf_counter()
+    argv = [
+        str(BIN / "envtool"), "verify", "--hosts", "localhost", "--transport", "local",
+        "--no-lock", "--prefix", sys.prefix, "--min-gpus", "0", "--allreduce", "node",
+        "--allreduce-args", " ".join([*SWEEP, "--nproc", str(nproc)]), "--format", "json",
+    ]  # fmt: skip
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    if '"allreduce"' not in out.stdout or out.returncode not in (0, 1):
+        raise SystemExit(f"verify failed: {out.stderr[-300:]}")
+    return time.perf_counter() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--nproc", type=int, default=2)
     args = parser.parse_args()
-    floors, probes = [], []
-    for _ in range(args.runs):
+    floors, probes, verifies = [], [], []
+    for _ in range(args.runs):  # alternating, so a slow spell of the machine hits all three
         floors.append(floor(args.nproc))
         probes.append(probe(args.nproc))
-    f, p = statistics.median(floors), statistics.median(probes)
+        verifies.append(verify(args.nproc))
+    f, p, v = (statistics.median(x) for x in (floors, probes, verifies))
     print(f"runs: {args.runs} (medians), ranks: {args.nproc}, sweep: {' '.join(SWEEP)}")
-    print(f"floor (ranks alone, one import each): {f:6.2f} s")
-    print(f"envtool probe:                        {p:6.2f} s")
-    print(f"probe / floor:                        {p / f:6.2f}x")
+    print(f"floor (ranks alone, one import each):     {f:6.2f} s")
+    print(f"envtool probe:                            {p:6.2f} s  {p / f:5.2f}x the floor")
+    print(f"envtool verify --allreduce node (local):  {v:6.2f} s  {v / f:5.2f}x the floor")
     return 0
 
 

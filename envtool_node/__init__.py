@@ -8,6 +8,7 @@ itself imports the same modules in-process where it needs them (export, sizes, s
 - ``node``: the one document a node answers with (export + facts + all-reduce)
 - ``facts``: GPU, driver, torch, CUDA, NCCL facts; ``export`` (+ ``channels``,
   ``conda_meta``, ``site_packages``, ``yaml_emit``): ``conda env export`` without conda
-- ``allreduce``, ``ddp_smoke`` (+ ``torchrun``, ``perf``): what runs across ranks
+- ``allreduce``, ``ddp_smoke`` (+ ``launch``, ``rank``, ``elastic``, ``perf``): what runs
+  across ranks, started directly on one node and by torchrun across nodes
 - ``schema``: the ids and markers envtool's reader (envtool/protocol/) relies on
 """

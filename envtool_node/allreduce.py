@@ -1,13 +1,19 @@
-"""An all-reduce bandwidth test with nccl-tests semantics, launched through torchrun.
+"""An all-reduce bandwidth test with nccl-tests semantics.
 
-    python -m envtool_node.allreduce [-b 8] [-e 32M] [-f 2] [-n 20] [-w 5] [--nproc N]
+    python -m envtool_node.allreduce [-b 8] [-e 32M] [-f 2] [-n 20] [-w 5] [-G N] [--nproc N]
                                      [--backend auto|nccl|gloo] [--timeout S]
 
-Without ``--worker`` it is the launcher: it starts ``torchrun --standalone`` with one process
-per GPU (NCCL), or ``--nproc`` processes on the CPU (gloo), waits with a deadline and prints
-rank 0's result as one JSON document (schema envtool.allreduce/1). It measures; envtool lays
-the result out in ``all_reduce_perf``'s text (envtool/report/nccl_text.py).
-With ``--worker`` (set by the launcher, or by a multi-node torchrun) it is one rank.
+Without ``--worker`` it is the launcher (envtool_node.launch): one rank per GPU (NCCL), or
+``--nproc`` ranks on the CPU (gloo), all started at once on one node, torchrun across nodes;
+it waits with a deadline and prints rank 0's result as one JSON document (schema
+envtool.allreduce/1). It measures; envtool lays the result out in ``all_reduce_perf``'s text
+(envtool/report/nccl_text.py). With ``--worker`` it is one rank; with ``--facts FILE`` the
+node's local rank 0 also writes the GPU facts there before the group starts (one import of
+torch serves both).
+
+``-G N`` (nccl-tests' ``--cudagraph``): the ``-n`` calls of a size are captured in a CUDA
+graph, replayed N times, and the time is the replays' over ``N * n`` calls, so small sizes
+show NCCL's cost rather than Python's. CUDA only: with gloo it is an error, said in one line.
 
 Semantics (nccl-tests doc/PERFORMANCE.md): per size S, ``algbw = S / t`` (decimal GB/s),
 ``busbw = algbw * 2(n-1)/n``; t is the mean of ``-n`` timed iterations after ``-w`` warm-up
@@ -25,10 +31,10 @@ import json
 import os
 import socket
 import sys
-import time
 from typing import Any
 
-from . import perf, torchrun
+from . import launch as ranks
+from . import perf, rank, timing
 from .schema import ALLREDUCE
 
 
@@ -49,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--stepfactor", type=int, default=2)
     p.add_argument("-n", "--iters", type=int, default=20)
     p.add_argument("-w", "--warmup_iters", type=int, default=5)
+    p.add_argument("-G", "--cudagraph", type=int, default=0, help="CUDA graph replays (0: eager)")
     p.add_argument("--nproc", type=int, default=0, help="processes (default: GPUs, else 2)")
     p.add_argument("--backend", choices=("auto", "nccl", "gloo"), default="auto")
     p.add_argument("--format", choices=("json",), default="json", help="the output (JSON)")
@@ -59,7 +66,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default="", help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, default=0.0, help=argparse.SUPPRESS)
+    p.add_argument("--started", default="", help=argparse.SUPPRESS)
+    p.add_argument("--facts", default="", help=argparse.SUPPRESS)
     return p
+
+
+def parse(argv: list[str]) -> Any:
+    """The options as a node passes them; ValueError with argparse's own line when they are
+    wrong (not argparse's exit, whose message would be lost in the node's document)."""
+    parser = build_parser()
+
+    def refuse(message: str) -> Any:
+        raise ValueError("allreduce arguments: %s" % message)
+
+    parser.error = refuse  # type: ignore[method-assign]
+    return parser.parse_args(argv)
 
 
 # ---------------------------------------------------------------- worker side (one rank)
@@ -73,28 +94,6 @@ def _fill(torch: Any, count: int, rank: int, device: Any) -> Any:
 def _expected(torch: Any, count: int, nranks: int, device: Any) -> Any:
     idx = torch.arange(count, dtype=torch.int64, device=device)
     return ((idx % 97) + 1).to(torch.float32) * float(nranks * (nranks + 1) // 2)
-
-
-def _sync(torch: Any, device: Any) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _timed(torch: Any, dist: Any, device: Any, step: Any, iters: int, warmup: int) -> float:
-    """Mean seconds per call of ``step`` on the slowest rank."""
-    for _ in range(warmup):
-        step()
-    _sync(torch, device)
-    dist.barrier()
-    start = time.perf_counter()
-    for _ in range(iters):
-        step()
-    _sync(torch, device)
-    elapsed = torch.tensor(
-        [(time.perf_counter() - start) / max(iters, 1)], dtype=torch.float64, device=device
-    )
-    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)
-    return float(elapsed.item())
 
 
 def _wrong(torch: Any, dist: Any, result: Any, expected: Any, device: Any) -> int:
@@ -123,11 +122,18 @@ def _one_size(torch: Any, dist: Any, device: Any, size: int, args: Any) -> dict[
         recv.copy_(send)
         dist.all_reduce(recv)
 
-    t_oop = _timed(torch, dist, device, out_of_place, args.iters, args.warmup_iters)
+    def timed(step: Any) -> float:
+        if args.cudagraph:
+            return timing.graphed(
+                torch, dist, device, step, args.iters, args.warmup_iters, args.cudagraph
+            )
+        return timing.eager(torch, dist, device, step, args.iters, args.warmup_iters)
+
+    t_oop = timed(out_of_place)
     out_of_place()
     wrong_oop = _wrong(torch, dist, recv, expected, device)
     buf = send.clone()
-    t_ip = _timed(torch, dist, device, lambda: dist.all_reduce(buf), args.iters, args.warmup_iters)
+    t_ip = timed(lambda: dist.all_reduce(buf))
     buf.copy_(send)
     dist.all_reduce(buf)
     wrong_ip = _wrong(torch, dist, buf, expected, device)
@@ -168,9 +174,31 @@ def _device_line(torch: Any, dist: Any, device: Any) -> dict[str, Any]:
     }
 
 
+def _write_facts(path: str) -> None:
+    """The node's GPU facts from this rank (local rank 0), before the group starts; a failure
+    leaves no file and the launcher gathers them itself."""
+    try:
+        from . import facts
+
+        rank.write(path, facts.collect())
+    except Exception as exc:  # the all-reduce goes on; the node process tries again
+        sys.stderr.write("allreduce: facts not gathered: %s\n" % exc)
+
+
 def worker(args: Any) -> int:
     """One rank: sweep the sizes, rank 0 writes the result document to ``--out``."""
-    torch, dist, backend, device = torchrun.init_rank(args.backend, args.deadline)
+    begun = rank.begin(args)
+    if begun is None:  # the launcher's guess was wrong; rank 0 told it the plan
+        return 0
+    torch, backend = begun
+    if args.facts and os.environ.get("LOCAL_RANK", "0") == "0":
+        _write_facts(args.facts)
+    if args.cudagraph and backend != "nccl":
+        if os.environ.get("RANK") == "0" and args.out:
+            why = "-G (CUDA graphs) needs NCCL on GPUs; this run is %s on the CPU" % backend
+            rank.write(args.out, _error(backend, int(os.environ.get("WORLD_SIZE", "1")), why))
+        return 0
+    dist, device = rank.init(torch, backend)
     try:
         devices = _gather_json(torch, dist, device, _device_line(torch, dist, device))
         rows = [
@@ -179,10 +207,10 @@ def worker(args: Any) -> int:
         ]
         if dist.get_rank() == 0 and args.out:
             doc = _document(args, backend, dist.get_world_size(), rows, devices, torch)
-            with open(args.out, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh)
+            rank.write(args.out, doc)
     finally:
         dist.destroy_process_group()
+    rank.leave()
     return 0
 
 
@@ -201,6 +229,7 @@ def _document(
             "stepfactor": args.stepfactor,
             "iters": args.iters,
             "warmup_iters": args.warmup_iters,
+            "cudagraph": args.cudagraph,
         },
         "devices": devices,
         "rows": rows,
@@ -212,48 +241,54 @@ def _document(
 # ---------------------------------------------------------------- launcher side
 
 
-def _worker_args(args: Any) -> list[str]:
-    return [
+def _worker_args(args: Any) -> tuple[str, ...]:
+    return (
         "-b", str(args.minbytes), "-e", str(args.maxbytes), "-f", str(args.stepfactor),
-        "-n", str(args.iters), "-w", str(args.warmup_iters), "--backend", args.backend,
-    ]  # fmt: skip
+        "-n", str(args.iters), "-w", str(args.warmup_iters), "-G", str(args.cudagraph),
+    )  # fmt: skip
 
 
-def _rendezvous(args: Any) -> list[str]:
-    """--standalone on one node; a c10d rendezvous on the first node across several."""
+def _rendezvous(args: Any) -> tuple[str, ...] | None:
+    """None on one node (the ranks started directly); torchrun's c10d rendezvous on the
+    first node across several."""
     if args.nnodes <= 1:
-        return ["--standalone"]
+        return None
     if not args.rdzv_endpoint:
         raise SystemExit("allreduce: --nnodes > 1 needs --rdzv-endpoint HOST:PORT")
-    return [
-        "--nnodes",
-        str(args.nnodes),
-        "--rdzv-backend",
-        "c10d",
-        "--rdzv-endpoint",
-        args.rdzv_endpoint,
-        "--rdzv-id",
-        args.rdzv_id,
-        "--rdzv-conf",
-        "join_timeout=%d" % max(1, int(args.timeout)),
-    ]
+    return (
+        "--nnodes", str(args.nnodes), "--rdzv-backend", "c10d",
+        "--rdzv-endpoint", args.rdzv_endpoint, "--rdzv-id", args.rdzv_id,
+        "--rdzv-conf", "join_timeout=%d" % max(1, int(args.timeout)),
+    )  # fmt: skip
 
 
-def launch(args: Any) -> dict[str, Any]:
-    """Run torchrun with a deadline; rank 0's document, a member's, or an error one."""
-    gpus = torchrun.gpu_count()
-    backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
-    nproc = args.nproc or (gpus if backend == "nccl" else 2)
-    module = "%s.allreduce" % __package__
-    text, why = torchrun.run_ranks(
-        _rendezvous(args), nproc, module, _worker_args(args), args.timeout
-    )
+def start(args: Any, facts: str = "") -> tuple[ranks.Job, ranks.Launch]:
+    """The ranks started (they run while the caller does other work); ``facts``: where the
+    node's local rank 0 writes the GPU facts."""
+    extra = ("--facts", facts) if facts else ()
+    job = ranks.Job(
+        "%s.allreduce" % __package__, (*_worker_args(args), *extra), args.timeout,
+        args.backend, args.nproc, rendezvous=_rendezvous(args),
+    )  # fmt: skip
+    return job, ranks.begin(job)
+
+
+def finish(job: ranks.Job, started: ranks.Launch, multinode: bool) -> dict[str, Any]:
+    """Rank 0's document, a member's (its rank 0 on another node), or an error one."""
+    text, why = ranks.finish(job, started)
     if text:
         doc: dict[str, Any] = json.loads(text)
         return doc
-    if not why and args.nnodes > 1:  # rank 0 ran on another node, which reports the result
-        return {"schema": ALLREDUCE, "backend": backend, "nranks": 0, "rows": [], "member": True}
-    return _error(backend, nproc, why or "torchrun exited 0 without a result")
+    if not why and multinode:  # rank 0 ran on another node, which reports the result
+        return {"schema": ALLREDUCE, "backend": job.backend, "nranks": 0, "rows": [],
+                "member": True}  # fmt: skip
+    return _error(job.backend, job.nproc, why or "the ranks exited 0 without a result")
+
+
+def launch(args: Any) -> dict[str, Any]:
+    """The ranks with a deadline; rank 0's document, a member's, or an error one."""
+    job, started = start(args)
+    return finish(job, started, args.nnodes > 1)
 
 
 def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
@@ -263,7 +298,7 @@ def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """Launcher or worker, by ``--worker``."""
     args = build_parser().parse_args(argv)
-    return torchrun.main(
+    return rank.main(
         args, worker, launch, lambda why: _error(args.backend, args.nproc, why), "allreduce"
     )
 

@@ -2,10 +2,11 @@
 
     python -m envtool_node.ddp_smoke [--nproc 2] [--backend auto|nccl|gloo] [--timeout 120]
 
-The launcher runs ``torchrun --standalone --nproc-per-node=N -m envtool_node.ddp_smoke
---worker``: NCCL with one process per GPU (at most ``--nproc``) where CUDA works, gloo on
-the CPU otherwise. Each rank builds the same small model, wraps it in DDP, runs forward and
-backward on its own deterministic batch, and the ranks then check together that
+The launcher starts ``python -m envtool_node.ddp_smoke --worker`` ranks at once
+(envtool_node.launch, no torchrun): NCCL with one process per GPU (at most ``--nproc``)
+where CUDA works, gloo on the CPU otherwise. Each rank builds the same small model, wraps it
+in DDP, runs forward and backward on its own deterministic batch, and the ranks then check
+together that
 
 - the gradients DDP left on every rank are equal (all-gathered, compared with rank 0's),
 - they equal the mean of the ranks' local gradients (computed without DDP, reduced by hand),
@@ -21,12 +22,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import sys
 import time
 from typing import Any
 
-from . import torchrun
+from . import launch as ranks
+from . import rank
 from .schema import DDP_SMOKE
 
 TOLERANCE = 1e-5  # float32 sums in another order
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default="", help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, default=0.0, help=argparse.SUPPRESS)
+    p.add_argument("--started", default="", help=argparse.SUPPRESS)
     return p
 
 
@@ -118,7 +120,11 @@ def _step(torch: Any, dist: Any, device: Any) -> dict[str, Any]:
 
 def worker(args: Any) -> int:
     """One rank: the step and its checks; rank 0 writes the document to ``--out``."""
-    torch, dist, backend, device = torchrun.init_rank(args.backend, args.deadline)
+    begun = rank.begin(args, default_cpu=args.nproc)
+    if begun is None:  # the launcher's guess was wrong; rank 0 told it the plan
+        return 0
+    torch, backend = begun
+    dist, device = rank.init(torch, backend)
     try:
         start = time.perf_counter()
         figures = _step(torch, dist, device)
@@ -133,30 +139,15 @@ def worker(args: Any) -> int:
                 "ok": all(figures["checks"].values()),
                 **figures,
             }
-            with open(args.out, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh)
+            rank.write(args.out, doc)
         dist.barrier()  # no rank leaves while another still talks to it
     finally:
         dist.destroy_process_group()
-    # The work is done and written. Leave without finalizing the interpreter: a DDP worker
-    # of torch 2.13 with gloo aborted in about 1 of 20 exits ("terminate called without an
-    # active exception") while C++ objects were destroyed at exit.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    rank.leave()
+    return 0
 
 
 # ---------------------------------------------------------------- launcher side
-
-
-def _plan(args: Any) -> tuple[str, int]:
-    """The backend and the number of processes: NCCL with one GPU each, else gloo."""
-    gpus = torchrun.gpu_count()
-    backend = args.backend if args.backend != "auto" else ("nccl" if gpus else "gloo")
-    nproc = max(1, args.nproc)
-    if backend == "nccl":
-        nproc = max(1, min(nproc, gpus))
-    return backend, nproc
 
 
 def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
@@ -164,14 +155,12 @@ def _error(backend: str, nproc: int, message: str) -> dict[str, Any]:
 
 
 def launch(args: Any) -> dict[str, Any]:
-    """torchrun --standalone with a deadline; rank 0's document, or an error document."""
-    backend, nproc = _plan(args)
-    module = "%s.ddp_smoke" % __package__
-    text, why = torchrun.run_ranks(
-        ["--standalone"], nproc, module, ["--backend", backend], args.timeout
-    )
+    """The ranks at once with a deadline; rank 0's document, or an error document."""
+    nproc = max(1, args.nproc)
+    job = ranks.Job("%s.ddp_smoke" % __package__, (), args.timeout, args.backend, nproc, nproc)
+    text, why = ranks.finish(job, ranks.begin(job))
     if not text:
-        return _error(backend, nproc, why or "torchrun exited 0 without a result")
+        return _error(args.backend, nproc, why or "the ranks exited 0 without a result")
     doc: dict[str, Any] = json.loads(text)
     return doc
 
@@ -179,7 +168,7 @@ def launch(args: Any) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """Launcher or worker, by ``--worker``."""
     args = build_parser().parse_args(argv)
-    return torchrun.main(
+    return rank.main(
         args, worker, launch, lambda why: _error(args.backend, args.nproc, why), "ddp_smoke"
     )
 

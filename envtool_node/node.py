@@ -1,6 +1,7 @@
 """Everything envtool asks of one node, as one JSON document: export + GPU facts (+ all-reduce).
 
-    python -m envtool_node --prefix ENV_PREFIX [--no-torch] [--allreduce-only] [--allreduce ARGS...]
+    python -m envtool_node --prefix ENV_PREFIX [--no-torch] [--no-export] [--allreduce-only]
+                           [--allreduce ARGS...]
 
 Run by ``envtool verify`` from a private temporary copy of this package on the node. Each
 part that fails is reported inside the document (``{"error": ..., "kind": ...}``), so one
@@ -9,13 +10,16 @@ broken part never hides the others; the exit code is 0 whenever the document was
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import sys
+import tempfile
 
-from . import facts, schema
-from .torchrun import Terminated
+from . import allreduce, facts, schema
+from . import launch as ranks
+from .launch import Terminated
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,43 +57,85 @@ def _export(prefix: str) -> dict[str, Any]:
     return export_prefix(prefix)
 
 
-def _allreduce(args: list[str]) -> dict[str, Any]:
-    from . import allreduce
+def _facts_of_rank(path: str) -> dict[str, Any] | None:
+    """The facts the all-reduce's local rank 0 gathered, with this process's environment
+    (the rank's has the rendezvous variables its launcher set); None when there are none."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != schema.FACTS:
+        return None
+    doc["env"] = facts.collected_env(dict(os.environ))
+    doc["hostname"] = socket.gethostname()
+    return doc
 
-    return allreduce.launch(allreduce.build_parser().parse_args(args))
+
+def _guarded(doc: dict[str, Any], key: str, part: Callable[[], dict[str, Any]]) -> None:
+    try:
+        doc[key] = part()
+    except Exception as exc:  # a part's failure is data for the admin, not a crash
+        doc[key] = _error(exc)
+
+
+def _start(
+    allreduce_args: list[str], facts_path: str, doc: dict[str, Any]
+) -> tuple[Any, Any, bool] | None:
+    """The all-reduce's ranks started (job, launch, across nodes?), or its error in ``doc``."""
+    try:
+        args = allreduce.parse(allreduce_args)
+        job, launch = allreduce.start(args, facts_path)
+        return job, launch, args.nnodes > 1
+    except (Exception, SystemExit) as exc:
+        doc["allreduce"] = _error(exc)
+        return None
 
 
 def collect(
-    prefix: str, use_torch: bool, allreduce_args: list[str] | None, only_allreduce: bool = False
+    prefix: str,
+    use_torch: bool,
+    allreduce_args: list[str] | None,
+    parts: tuple[str, ...] = ("export", "facts"),
 ) -> dict[str, Any]:
-    """The node document; every part guarded (``only_allreduce``: no export, no facts, as
-    ``--allreduce pairs`` asks once the rest is known)."""
+    """The node document; every part guarded (``--allreduce pairs`` asks for no part but the
+    all-reduce once the rest is known; ``envtool probe`` for no export).
+
+    With the all-reduce, its ranks start first and the node's local rank 0 gathers the GPU
+    facts with the torch it imports anyway, while this process exports the environment: one
+    import of torch per rank, not one more here (when rank 0 could not, this process gathers
+    the facts itself)."""
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     doc: dict[str, Any] = {"schema": schema.NODE, "prefix": prefix, "node": node}
-    parts: tuple[tuple[str, Callable[[], dict[str, Any]]], ...] = (
-        ("export", lambda: _export(prefix)),
-        ("facts", lambda: facts.collect(use_torch=use_torch)),
-    )
-    if only_allreduce:
-        parts = ()
-    for key, part in parts:
-        try:
-            doc[key] = part()
-        except Exception as exc:  # a part's failure is data for the admin, not a crash
-            doc[key] = _error(exc)
-    doc["allreduce"] = None
-    if allreduce_args is not None:
-        try:
-            doc["allreduce"] = _allreduce(allreduce_args)
-        except (Exception, SystemExit) as exc:
-            doc["allreduce"] = _error(exc)
+    doc["allreduce"], started = None, None
+    fd, facts_path = tempfile.mkstemp(prefix="envtool-facts-", suffix=".json")
+    os.close(fd)
+    os.unlink(facts_path)  # the rank writes it whole, or it is not there
+    from_rank = use_torch and "facts" in parts
+    try:
+        if allreduce_args is not None:
+            started = _start(allreduce_args, facts_path if from_rank else "", doc)
+        if "export" in parts:
+            _guarded(doc, "export", lambda: _export(prefix))
+        if started is not None:
+            job, launch, multinode = started
+            _guarded(doc, "allreduce", lambda: allreduce.finish(job, launch, multinode))
+        if "facts" in parts:
+            ranked = _facts_of_rank(facts_path) if from_rank else None
+            _guarded(doc, "facts", lambda: ranked or facts.collect(use_torch=use_torch))
+    finally:
+        if started is not None:
+            ranks.stop(started[1])
+        with contextlib.suppress(OSError):
+            os.unlink(facts_path)
     return doc
 
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the few options by hand (argparse would swallow the all-reduce's own flags)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    prefix, use_torch, allreduce_args, only_allreduce = sys.prefix, True, None, False
+    prefix, use_torch, allreduce_args = sys.prefix, True, None
+    parts: tuple[str, ...] = ("export", "facts")
     while args:
         arg = args.pop(0)
         if arg == "--prefix" and args:
@@ -97,15 +143,17 @@ def main(argv: list[str] | None = None) -> int:
         elif arg == "--no-torch":
             use_torch = False
         elif arg == "--allreduce-only":
-            only_allreduce = True
+            parts = ()
+        elif arg == "--no-export":
+            parts = tuple(p for p in parts if p != "export")
         elif arg == "--allreduce":
             allreduce_args, args = args, []
         else:
             sys.stderr.write("envtool_node: unknown argument %r\n" % arg)
             return 2
     try:
-        doc = collect(prefix, use_torch, allreduce_args, only_allreduce)
-    except Terminated:  # SIGTERM during the all-reduce: torchrun already stopped
+        doc = collect(prefix, use_torch, allreduce_args, parts)
+    except Terminated:  # SIGTERM during the all-reduce: its ranks already stopped
         sys.stderr.write("envtool_node: terminated\n")
         return 143
     print(json.dumps(doc, sort_keys=True))

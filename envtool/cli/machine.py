@@ -29,7 +29,7 @@ def export(prefix: Path | None, name: str | None, no_builds: bool, fmt: str) -> 
     "--allreduce/--no-allreduce",
     default=True,
     show_default=True,
-    help="Also run the all-reduce bandwidth test (torchrun --standalone).",
+    help="Also run the all-reduce bandwidth test (its ranks also gather the facts).",
 )
 @click.option("--nproc", type=int, default=0, help="All-reduce processes (default: GPUs, else 2).")
 @click.option("-b", "minbytes", default="8", show_default=True, help="Smallest size.")
@@ -37,6 +37,14 @@ def export(prefix: Path | None, name: str | None, no_builds: bool, fmt: str) -> 
 @click.option("-f", "stepfactor", type=int, default=2, show_default=True, help="Size factor.")
 @click.option("-n", "iters", type=int, default=20, show_default=True, help="Timed iterations.")
 @click.option("-w", "warmup", type=int, default=5, show_default=True, help="Warm-up iterations.")
+@click.option(
+    "-G",
+    "cudagraph",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Capture the -n calls in a CUDA graph and time N replays (NCCL on GPUs; 0: eager).",
+)
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="Deadline (s).")
 @opt.fmt("table", "json")
 @opt.plot()
@@ -49,6 +57,7 @@ def probe(
     stepfactor: int,
     iters: int,
     warmup: int,
+    cudagraph: int,
     timeout: float,
     fmt: str,
     plot: Path | None,
@@ -69,6 +78,7 @@ def probe(
             timeout,
             fmt,
             plot,
+            cudagraph,
         )
     )
 

@@ -106,9 +106,10 @@ def python_for(prefix: Path | None) -> str:
 def run_module(
     module: str, args: Sequence[str], prefix: Path | None, timeout: float, check: bool = True
 ) -> proc.Result:
-    """``python -B -m envtool_node.<module> ARGS`` with the prefix's python, here."""
+    """``python -B -m envtool_node.<module> ARGS`` (``module`` "": the package's own main, the
+    node document) with the prefix's python, here."""
     python = python_for(prefix)
     with staged() as root:
-        argv = [python, "-B", "-m", f"{PACKAGE}.{module}", *args]
+        argv = [python, "-B", "-m", f"{PACKAGE}.{module}" if module else PACKAGE, *args]
         limits = (MAX_OUTPUT, MAX_STDERR)
         return proc.run(argv, timeout=timeout, cwd=str(root), check=check, limits=limits)

@@ -10,7 +10,7 @@ from envtool.cluster import bundle, proc
 from envtool.errors import ProblemFound
 from envtool.protocol import schemas
 from envtool.protocol.documents import document, read_allreduce, read_ddp, read_facts
-from envtool.protocol.fields import Malformed
+from envtool.protocol.fields import Malformed, mapping
 from envtool.protocol.types import AllReduceResult, DdpSmoke, NodeFacts
 
 FACTS_TIMEOUT = 120.0
@@ -26,22 +26,26 @@ def facts(prefix: Path | None) -> tuple[dict[str, Any], NodeFacts]:
         raise ProblemFound(f"envtool_node.facts: {exc}") from None
 
 
-def allreduce(
+def facts_and_allreduce(
     prefix: Path | None, args: list[str], timeout: float
-) -> tuple[dict[str, Any], AllReduceResult]:
-    """The all-reduce test on this machine (torchrun --standalone), as printed and as read."""
-    result = bundle.run_module("allreduce", args, prefix, timeout + 30.0, check=False)
+) -> tuple[dict[str, Any], NodeFacts, dict[str, Any], AllReduceResult]:
+    """The GPU facts and the all-reduce test of this machine from one node run (its ranks
+    started at once, the facts gathered by rank 0): each as printed and as read."""
+    argv = ["--no-export", "--allreduce", *args]
+    result = bundle.run_module("", argv, prefix, timeout + FACTS_TIMEOUT, check=False)
     if result.returncode != 0 and not result.stdout.strip():  # no document: why, in one line
         raise proc.ProcessError(
-            f"envtool_node.allreduce exited {result.returncode}: "
+            f"envtool_node exited {result.returncode}: "
             f"{(result.stderr.strip().splitlines() or ['no output'])[-1]}",
             result,
         )
-    raw = document(result.stdout, "envtool_node.allreduce", schemas.ALLREDUCE)
+    raw = document(result.stdout, "envtool_node", schemas.NODE)
     try:
-        return raw, read_allreduce(raw)
+        raw_facts = mapping(raw.get("facts"), "the gpu facts")
+        raw_ar = mapping(raw.get("allreduce"), "the all-reduce")
+        return raw_facts, read_facts(raw_facts), raw_ar, read_allreduce(raw_ar)
     except Malformed as exc:
-        raise ProblemFound(f"envtool_node.allreduce: {exc}") from None
+        raise ProblemFound(f"envtool_node: {exc}") from None
 
 
 def ddp_smoke(prefix: Path, nproc: int, timeout: float) -> DdpSmoke:

@@ -25,12 +25,14 @@ class ProbeArgs:
     timeout: float = 300.0
     fmt: str = "table"
     plot: Path | None = None
+    cudagraph: int = 0  # -G: CUDA graph replays (0: eager calls)
 
     def sweep(self) -> list[str]:
         """The all-reduce module's arguments."""
         return [
             "-b", self.minbytes, "-e", self.maxbytes, "-f", str(self.stepfactor),
             "-n", str(self.iters), "-w", str(self.warmup), "--timeout", str(self.timeout),
+            "-G", str(self.cudagraph),
             *(["--nproc", str(self.nproc)] if self.nproc else []),
         ]  # fmt: skip
 
@@ -39,10 +41,13 @@ def run(args: ProbeArgs) -> int:
     """1 when the all-reduce failed or counted wrong elements."""
     if args.plot is not None and not args.allreduce:
         raise InputError("--plot draws the all-reduce: it cannot be used with --no-allreduce")
-    raw_facts, facts = local.facts(args.prefix)
     raw_ar, allreduce = None, None
-    if args.allreduce:
-        raw_ar, allreduce = local.allreduce(args.prefix, args.sweep(), args.timeout)
+    if args.allreduce:  # one node run: the ranks gather the facts too
+        raw_facts, facts, raw_ar, allreduce = local.facts_and_allreduce(
+            args.prefix, args.sweep(), args.timeout
+        )
+    else:
+        raw_facts, facts = local.facts(args.prefix)
     results.probe_result({"facts": raw_facts, "allreduce": raw_ar}, facts, allreduce, args.fmt)
     if args.plot is not None and allreduce is not None:
         from envtool.report.nccl_text import run_of

@@ -40,7 +40,7 @@ from envtool_node.channels import canonical_name
 
 MAX_DEVICES, MAX_ENV, MAX_NOTES, MAX_ROWS, MAX_PACKAGES = 64, 200, 20, 4096, 100_000
 MAX_PATHS, MAX_LIBRARIES, PATH_LIMIT = 100, 16, 1000
-_PARAMS = ("minbytes", "maxbytes", "stepfactor", "iters", "warmup_iters")
+_PARAMS = ("minbytes", "maxbytes", "stepfactor", "iters", "warmup_iters", "cudagraph")
 
 
 class Unreadable(ProblemFound):

@@ -232,6 +232,7 @@ def run_of(ar: AllReduceResult, source: str) -> NcclRun:
         "step": f"{p.get('stepfactor', 2)}(factor)",
         "warmup iters": p.get("warmup_iters", 0),
         "iters": p.get("iters", 0),
+        "graph": p.get("cudagraph", 0),  # -G: CUDA graph replays, as nccl-tests prints it
     }
     return _measured(source, ar.rows, header, ar.devices, None, ar.avg_busbw, ar.wrong_total)
 

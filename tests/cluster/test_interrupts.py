@@ -210,13 +210,13 @@ def test_interrupted_verify_leaves_no_process_on_the_nodes(
     assert _interrupt_verify(lab, tmp_path, "node1,node2", hung) < 5
 
 
-def test_interrupted_allreduce_stops_torchrun_on_the_node(
+def test_interrupted_allreduce_stops_the_ranks_on_the_node(
     lab: faulty.InterruptLab, tmp_path: Path
 ) -> None:
     require(importlib.util.find_spec("torch") is not None, "torch is not installed")
 
-    def ranks_run(node_side: list[str]) -> bool:  # torchrun's two workers, not only torchrun
-        return sum(" -u " in a and "envtool_node.allreduce --worker" in a for a in node_side) == 2
+    def ranks_run(node_side: list[str]) -> bool:  # both ranks, started directly on the node
+        return sum(" -m envtool_node.allreduce --worker" in a for a in node_side) == 2
 
     sweep = "-b 1M -e 1M -n 1000000 -w 1 --nproc 2 --backend gloo"
     extra = ("--allreduce", "node", "--allreduce-args", sweep, "--timeout", "120")

@@ -317,7 +317,7 @@ def test_ctrl_c_during_the_ddp_step_leaves_no_rank_behind(lab: Lab) -> None:
     while _ddp_processes() and time.monotonic() < end:
         time.sleep(0.05)
     left = _ddp_processes()
-    assert left == [], left  # the launcher, torchrun and both ranks stop with doctor
+    assert left == [], left  # the launcher and both ranks stop with doctor
 
 
 def test_failed_install_is_a_fail_and_skips_the_rest(lab: Lab, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import require
+from fixtures.gpu import cuda_devices
 from fixtures.runtime import torch_version
 
 from envtool.cluster import local
@@ -17,9 +18,27 @@ from envtool.report.plot import series
 def one_rank():  # type: ignore[no-untyped-def]
     require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
     args = ["--nproc", "1", "-b", "4K", "-e", "256K", "-f", "4", "-n", "3", "-w", "1"]
-    _, result = local.allreduce(None, args, 120.0)
+    *_, result = local.facts_and_allreduce(None, args, 120.0)
     assert not result.error and result.nranks == 1
     return result
+
+
+def test_cuda_graph_mode_is_nccl_only_and_says_so_in_one_line() -> None:
+    """-G N captures the calls of a size in a CUDA graph and times N replays: with NCCL on a
+    GPU it measures (every figure per call); with gloo on the CPU it is one line of error."""
+    require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
+    args = ["--nproc", "1", "-b", "4K", "-e", "64K", "-f", "4", "-n", "5", "-w", "2", "-G", "3"]
+    raw_facts, _, raw, result = local.facts_and_allreduce(None, args, 120.0)
+    assert raw_facts["schema"] == "envtool.gpu-facts/1"  # the facts stand either way
+    if cuda_devices():  # the GPU variant: NCCL, graphs captured and replayed
+        assert not result.error and result.backend == "nccl", result.error
+        assert raw["params"]["cudagraph"] == 3 and len(result.rows) == 3
+        assert all(r.oop.time_us > 0 and r.oop.wrong == 0 for r in result.rows)
+        return
+    assert result.backend == "gloo" and not result.rows
+    assert (
+        result.error.startswith("-G (CUDA graphs) needs NCCL on GPUs") and "\n" not in result.error
+    )
 
 
 def test_one_rank_has_no_bus_and_no_in_place_bandwidth(one_rank) -> None:  # type: ignore[no-untyped-def]

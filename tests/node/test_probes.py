@@ -154,9 +154,9 @@ def test_allreduce_deadline_is_kept_and_no_worker_outlives_it() -> None:
     assert _workers() == []  # the watchdog and the launcher left no rank running
 
 
-def test_allreduce_sigterm_stops_torchrun_and_its_workers(tmp_path: Path) -> None:
-    """torchrun runs in its own session: SIGTERM to the launcher (what the node script sends
-    when the connection is gone) must still stop it and its ranks."""
+def test_allreduce_sigterm_stops_its_ranks(tmp_path: Path) -> None:
+    """Each rank runs in its own session: SIGTERM to the launcher (what the node script sends
+    when the connection is gone) must still stop every rank."""
     _torch()
     sweep = ["-b", "1M", "-e", "1M", "-n", "1000000", "--nproc", "2", "--timeout", "120"]
     run = subprocess.Popen(
@@ -171,12 +171,12 @@ def test_allreduce_sigterm_stops_torchrun_and_its_workers(tmp_path: Path) -> Non
         return [line for line in _ps() if str(tmp_path) in line]
 
     end = time.monotonic() + 90
-    while len([a for a in mine() if "--worker" in a]) < 3 and time.monotonic() < end:
-        time.sleep(0.1)  # torchrun and two ranks
-    assert run.poll() is None and len(mine()) >= 3, mine()
+    while len([a for a in mine() if "--worker" in a]) < 2 and time.monotonic() < end:
+        time.sleep(0.1)  # two ranks, started directly
+    assert run.poll() is None and len(mine()) >= 2, mine()
     run.send_signal(signal.SIGTERM)
     _, err = run.communicate(timeout=60)
-    assert run.returncode == 143 and "torchrun and its workers stopped" in err, err
+    assert run.returncode == 143 and "its ranks stopped" in err, err
     end = time.monotonic() + 5
     while mine() and time.monotonic() < end:
         time.sleep(0.05)
@@ -206,7 +206,7 @@ def test_allreduce_nccl_on_a_cpu_machine_fails_in_one_line() -> None:
     if cuda_devices():  # the GPU variant: one rank on one GPU with NCCL works
         assert out.returncode == 0 and doc["backend"] == "nccl" and not doc.get("error")
         return
-    assert out.returncode == 1 and doc["error"].startswith("torchrun exited")
+    assert out.returncode == 1 and "nccl backend has no GPU" in doc["error"], doc
     assert "\n" not in doc["error"]
 
 
