@@ -1,11 +1,11 @@
-"""Naming one rate-limited node: ``verify --allreduce pairs`` against the whole-cluster run.
+"""Naming one rate-limited node: ``verify --allreduce pairs`` and ``bisect`` against the
+whole-cluster run.
 
 N sshd nodes, each in its own network namespace with its own hostname (tests/fixtures/netns.py,
 root needed), node 3's link limited with ``tc tbf``; a prefix installed from a channel that
 describes this interpreter and its torch. Then, on the same nodes, ``verify --allreduce
-cluster`` (one ring over all nodes: does it finish, and does it name anyone?) and ``verify
---allreduce pairs`` (rounds, wall time, what it names). Bisection is not built, so it has no
-column.
+cluster`` (one ring over all nodes: does it finish, and does it name anyone?), ``verify
+--allreduce pairs`` and ``verify --allreduce bisect`` (rounds, wall time, what each names).
 
     sudo .venv/bin/python bench/bench_pairs.py [--nodes 4] [--rate 200mbit]
 """
@@ -69,9 +69,11 @@ def main() -> int:
             lab.limit_node(3, args.rate)
             cluster_s, cluster = _verify(work, lab, args.nodes, "cluster")
             pairs_s, pairs = _verify(work, lab, args.nodes, "pairs")
+            bisect_s, bisect = _verify(work, lab, args.nodes, "bisect")
     print(f"nodes: {args.nodes}, node3 limited to {args.rate}, sweep {ARGS}")
     print(f"whole cluster: {cluster_s:6.1f} s, names: {_named(cluster)}")
     print(f"pairs:         {pairs_s:6.1f} s, {pairs['rounds']} rounds, names: {_named(pairs)}")
+    print(f"bisect:        {bisect_s:6.1f} s, {bisect['rounds']} rounds, names: {_named(bisect)}")
     return 0
 
 

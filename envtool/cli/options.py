@@ -144,7 +144,10 @@ def cluster_checks(allreduce: str, timeout: float) -> Callable[[F], F]:
         ),
         click.option(
             "--allreduce",
-            type=click.Choice(["off", "node", "cluster", "pairs"]),
+            type=click.Choice(["off", "node", "cluster", "pairs", "bisect"]),
+            help="node: each node alone; cluster: all nodes in one job; pairs: every pair of "
+            "nodes, round by round (names a slow node or link); bisect: which node, in two "
+            "rounds.",
             default=allreduce,
             show_default=True,
         ),
@@ -158,7 +161,9 @@ def cluster_checks(allreduce: str, timeout: float) -> Callable[[F], F]:
             "--rdzv-endpoint",
             default="",
             metavar="HOST:PORT",
-            help="--allreduce cluster: the c10d rendezvous (default: first host:29400).",
+            help="--allreduce cluster: the c10d rendezvous (default: first host:29400); "
+            "pairs/bisect: each pair meets on its first node at PORT, PORT+1, ... (HOST is "
+            "used only when it is this machine: 127.0.0.1).",
         ),
         click.option("--min-gpus", type=COUNT, default=1, show_default=True),
         click.option(

@@ -1,11 +1,19 @@
-"""``--allreduce pairs``: rounds of two-node all-reduces, every pair of nodes once.
+"""``--allreduce pairs`` and ``bisect``: rounds of two-node all-reduces.
 
-Each round is a perfect matching (the circle method: N-1 rounds for an even N, N rounds with
-one node resting for an odd N), so every node is busy once per round and a slow node or link
-shows in the pairs it is part of. Each pair is launched exactly as ``--allreduce cluster``
-launches a job (torchrun, c10d rendezvous on the pair's first node), with the node told to
-run the all-reduce only; the pairs of a round run at once, and each round has the verify
-deadline: a hung pair costs its round, never the run.
+``pairs``: every pair of nodes once. Each round is a perfect matching (the circle method: N-1
+rounds for an even N, N rounds with one node resting for an odd N), so every node is busy
+once per round and a slow node or link shows in the pairs it is part of.
+
+``bisect``, when the question is only "which node": the first round of ``pairs`` halves the
+nodes into pairs at once; each node of a slow or failed pair (and a node that rested) is then
+paired with a node of a fast pair (judge/pairs.next_round), so the slow node is the one whose
+second pair is slow too: two rounds for any N with one slow node (three when it rested in the
+first), against N-1. A slow link between two nodes that never meet is not seen.
+
+Each pair is launched exactly as ``--allreduce cluster`` launches a job (torchrun, c10d
+rendezvous on the pair's first node; the pairs of a round on ports PORT, PORT+1, ...), with
+the node told to run the all-reduce only; the pairs of a round run at once, and each round
+has the verify deadline: a hung pair costs its round, never the run.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from envtool.cluster import survey
 from envtool.cluster.hosts import Host
@@ -48,26 +56,42 @@ def _result(reports: list[HostReport]) -> tuple[AllReduceResult | None, str]:
     return None, "; ".join(why)[:300] or "no rank reported a result"
 
 
-def _one(
-    pair: tuple[Host, Host], number: int, fan: FanoutOptions, args: Sequence[str], port: int
-) -> PairRun:
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+@dataclass(frozen=True)
+class How:
+    """How every pair is launched: the fan-out options, the all-reduce's arguments, the first
+    rendezvous port and the rendezvous host asked for (used only when it is this machine)."""
+
+    fan: FanoutOptions
+    args: tuple[str, ...]
+    port: int
+    rdzv_host: str = ""
+
+    def endpoint(self, first: Host, slot: int) -> str:
+        """Where the ``slot``-th pair of a round meets: its first node, or ``rdzv_host`` when
+        that names this machine (every node on one machine, as the test Slurm cluster runs;
+        no node name resolves there), on PORT + slot (pairs of one round never share one)."""
+        host = self.rdzv_host if self.rdzv_host in LOOPBACK else first.name
+        return f"{host}:{self.port + slot}"
+
+
+def _one(pair: tuple[Host, Host], number: int, slot: int, how: How) -> PairRun:
     a, b = pair
     start = time.monotonic()
-    endpoint = f"{a.name}:{port}"
-    node = survey.node_args([a, b], "cluster", args, fan.timeout, endpoint)
-    options = replace(fan, node_args=("--allreduce-only", *node))  # before --allreduce's own
+    node = survey.node_args([a, b], "cluster", how.args, how.fan.timeout, how.endpoint(a, slot))
+    options = replace(how.fan, node_args=("--allreduce-only", *node))  # before --allreduce's own
     result, error = _result(survey.survey([a, b], options))
     return PairRun(a.target, b.target, number, result, error, time.monotonic() - start)
 
 
-def _round(
-    pairs: list[tuple[Host, Host]], number: int, fan: FanoutOptions, args: Sequence[str], port: int
-) -> list[PairRun]:
+def _round(pairs: list[tuple[Host, Host]], number: int, how: How) -> list[PairRun]:
     """The pairs of one round, at once."""
     results: list[PairRun | None] = [None] * len(pairs)
 
     def run(slot: int) -> None:
-        results[slot] = _one(pairs[slot], number, fan, args, port)
+        results[slot] = _one(pairs[slot], number, slot, how)
 
     threads = [
         threading.Thread(target=run, args=(slot,), daemon=True) for slot in range(len(pairs))
@@ -79,23 +103,34 @@ def _round(
     return [r for r in results if r is not None]
 
 
-def measure(hosts: Sequence[Host], fan: FanoutOptions, args: Sequence[str], port: int) -> PairsRun:
-    """Every pair of ``hosts``, round after round, the pairs of a round at once."""
+def measure(
+    hosts: Sequence[Host], how: How, plan: list[list[tuple[int, int]]] | None = None
+) -> PairsRun:
+    """The pairs of ``plan`` (default: every pair of ``hosts``), round after round, the pairs
+    of a round at once."""
     start = time.monotonic()
-    plan = rounds(len(hosts))
+    plan = rounds(len(hosts)) if plan is None else plan
     done: list[PairRun] = []
     for number, matching in enumerate(plan, start=1):
-        done += _round([(hosts[i], hosts[j]) for i, j in matching], number, fan, args, port)
+        done += _round([(hosts[i], hosts[j]) for i, j in matching], number, how)
     return PairsRun(tuple(done), len(plan), time.monotonic() - start)
 
 
+def more(
+    run: PairsRun, plan: list[list[tuple[str, str]]], hosts: Sequence[Host], how: How
+) -> PairsRun:
+    """``run`` with the rounds of ``plan`` (pairs of targets) after its own."""
+    start = time.monotonic()
+    by_target = {h.target: h for h in hosts}
+    done, number = list(run.pairs), run.rounds
+    for matching in plan:
+        number += 1
+        done += _round([(by_target[a], by_target[b]) for a, b in matching], number, how)
+    return PairsRun(tuple(done), number, run.seconds + time.monotonic() - start)
+
+
 def confirm(
-    run: PairsRun,
-    suspects: Sequence[tuple[str, str]],
-    hosts: Sequence[Host],
-    fan: FanoutOptions,
-    args: Sequence[str],
-    port: int,
+    run: PairsRun, suspects: Sequence[tuple[str, str]], hosts: Sequence[Host], how: How
 ) -> PairsRun:
     """Each suspect pair measured again, alone (one round each): its figure replaces the
     one it had beside the other pairs of its round."""
@@ -104,6 +139,6 @@ def confirm(
     pairs, rounds = list(run.pairs), run.rounds
     for a, b in suspects:
         rounds += 1
-        again = _one((by_target[a], by_target[b]), rounds, fan, args, port)
+        again = _one((by_target[a], by_target[b]), rounds, 0, how)
         pairs = [again if (p.a, p.b) == (a, b) else p for p in pairs]
     return PairsRun(tuple(pairs), rounds, run.seconds + time.monotonic() - start)

@@ -94,20 +94,30 @@ def _pairs(
     from envtool.cluster import pairs
 
     answered = [h for h, r in zip(host_list, reports, strict=True) if r.ok]
-    rdzv = _rdzv_port(args.rdzv_endpoint)
-    allreduce_args = shlex.split(args.allreduce_args)
-    run = pairs.measure(answered, fan, allreduce_args, rdzv)
-    suspects = judge_pairs.suspect_links(run, policy)  # a slow link is measured again alone
-    return pairs.confirm(run, suspects, answered, fan, allreduce_args, rdzv) if suspects else run
+    how = pairs.How(
+        fan, tuple(shlex.split(args.allreduce_args)), _rdzv_port(args.rdzv_endpoint),
+        args.rdzv_endpoint.rpartition(":")[0],
+    )  # fmt: skip
+    if args.allreduce == "bisect":  # one matching, then each suspect beside a good node
+        run = pairs.measure(answered, how, pairs.rounds(len(answered))[:1])
+        targets = [h.target for h in answered]
+        while run.rounds < len(answered) and (step := judge_pairs.next_round(run, policy, targets)):
+            run = pairs.more(run, [step], answered, how)
+    else:
+        run = pairs.measure(answered, how)
+    suspects_links = judge_pairs.suspect_links(run, policy)  # measured again alone
+    return pairs.confirm(run, suspects_links, answered, how) if suspects_links else run
 
 
 def run(args: VerifyArgs) -> int:
     """1 when any finding is an error (drift, an unreachable host, a failed all-reduce)."""
     start = time.monotonic()
     if args.allreduce not in verdict.ALLREDUCE_MODES:
-        raise InputError(f"--allreduce {args.allreduce!r}: use off, node or cluster")
+        raise InputError(
+            f"--allreduce {args.allreduce!r}: use {', '.join(verdict.ALLREDUCE_MODES)}"
+        )
     host_list = hosts.resolve(args.hosts_spec)
-    if args.allreduce == "pairs":
+    if args.allreduce in verdict.PAIRWISE:
         _rdzv_port(args.rdzv_endpoint)  # bad input stops here, before any process starts
     check_ssh_options(args.fanout)
     lock = _lock(args)
@@ -126,7 +136,7 @@ def run(args: VerifyArgs) -> int:
     )  # fmt: skip
     findings = verdict.decide(reports, lock, policy)
     run = None
-    if args.allreduce == "pairs":  # the pairs of the nodes that answered, round by round
+    if args.allreduce in verdict.PAIRWISE:  # the nodes that answered, pair by pair
         run = _pairs(host_list, reports, fan, args, policy.gpu)
         findings = fold([*findings, *judge_pairs.decide(run, policy.gpu)])
     result = verdict.Verdict(

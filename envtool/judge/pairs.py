@@ -74,6 +74,31 @@ def suspect_links(run: PairsRun, policy: GpuPolicy) -> list[tuple[str, str]]:
     return [(p.a, p.b) for p, _, _ in slow if p.a not in nodes and p.b not in nodes]
 
 
+def next_round(run: PairsRun, policy: GpuPolicy, nodes: list[str]) -> list[tuple[str, str]]:
+    """bisect's next matching (empty: done): each node not yet cleared (none of its pairs is
+    fast) that has fewer than two pairs, beside a node with a fast pair it has not met yet;
+    every node at most once. A slow node ends with two slow pairs, a slow link's nodes with a
+    fast pair each."""
+    slow = {id(p) for p, _, _ in slow_pairs(run, policy)}
+    fast = {n for p in run.pairs if p.result is not None and id(p) not in slow
+            for n in (p.a, p.b)}  # fmt: skip
+    met = {frozenset((p.a, p.b)) for p in run.pairs}
+    count = {n: sum(n in (p.a, p.b) for p in run.pairs) for n in nodes}
+    suspects = [n for n in nodes if n not in fast and count[n] < 2]
+    suspects.sort(key=lambda n: count[n], reverse=True)  # the nodes of slow pairs first
+    busy: set[str] = set()
+    out = []
+    for node in suspects:
+        if node in busy:
+            continue
+        for good in nodes:
+            if good in fast and good not in busy and frozenset((node, good)) not in met:
+                out.append((node, good))
+                busy |= {node, good}
+                break
+    return out
+
+
 def decide(run: PairsRun, policy: GpuPolicy) -> list[Finding]:
     """Slow nodes, slow links and failed pairs."""
     out = [

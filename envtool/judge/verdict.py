@@ -10,12 +10,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from envtool.judge import consensus, consistency, gpu, packages, runtime
+from envtool.judge import consensus, consistency, critical, gpu, packages, runtime
 from envtool.judge.findings import Check, Finding, Kind, Severity, fold
 from envtool.models import Environment
 from envtool.protocol.types import Failure, HostReport, Outcome, PairsRun, Problem, ProblemKind
 
-ALLREDUCE_MODES = ("off", "node", "cluster", "pairs")
+ALLREDUCE_MODES = ("off", "node", "cluster", "pairs", "bisect")
+PAIRWISE = ("pairs", "bisect")  # measured after the survey, pair by pair
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,9 @@ def _one_cause(found: list[Finding]) -> list[Finding]:
 
 
 def package_spread(envs: dict[str, Environment], lock: Environment | None) -> list[Finding]:
-    """Where the lock is silent: packages that differ between the nodes."""
+    """Where the lock is silent: packages that differ between the nodes; an error when the
+    package decides a DDP run (judge/critical.py: python, torch, NCCL, CUDA...), else a
+    warning (``--no-lock`` must not let two pytorch builds pass as "all good")."""
     if len(envs) < 2:
         return []
     locked = set(packages.by_key(lock.packages)) if lock is not None else set()
@@ -151,8 +154,9 @@ def package_spread(envs: dict[str, Environment], lock: Environment | None) -> li
     out = []
     for key, per_host in sorted(labels.items()):
         values = {h: per_host.get(h, "absent") for h in envs}
+        severity = Severity.ERROR if critical.package(key) else Severity.WARNING
         out += consensus.differences(
-            values, Kind.DIFFERS_FROM_MAJORITY, Severity.WARNING, key, Kind.DIFFERS_BETWEEN_NODES
+            values, Kind.DIFFERS_FROM_MAJORITY, severity, key, Kind.DIFFERS_BETWEEN_NODES
         )
     return out
 

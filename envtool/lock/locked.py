@@ -157,7 +157,7 @@ def only_keys(path: Path, value: Any, known: frozenset[str], what: str) -> None:
         raise fail(path, line_of(value), f"{what} must be a mapping")
     for key in value:
         if key not in known:
-            raise fail(path, line_of(value, key), f"unknown {what} field '{key}'")
+            raise fail(path, line_of(value, key), f"unknown {what} field {key!r}")
 
 
 def _source(path: Path, entry: Any) -> str:

@@ -131,7 +131,7 @@ def parse(text: str, path: Path) -> Lockfile:
         )
     for key in doc:
         if key not in ("version", "metadata", "package"):
-            raise fail(path, line_of(doc, key), f"unknown top-level field '{key}'")
+            raise fail(path, line_of(doc, key), f"unknown top-level field {key!r}")
     if "metadata" not in doc or "package" not in doc:
         raise fail(path, 0, "incomplete lockfile: 'metadata' and 'package' are required")
     entries = doc["package"] or []

@@ -1,4 +1,5 @@
-"""``verify --allreduce pairs`` names the rate-limited node, and the rate-limited link, among
+"""``verify --allreduce pairs`` (and ``bisect``) names the rate-limited node, and ``pairs`` the
+rate-limited link, among
 four sshd nodes that each have their own network namespace, hostname and /etc/hosts, joined
 by a bridge (tests/fixtures/netns.py); gloo on CPU, torchrun's c10d rendezvous per pair."""
 
@@ -21,10 +22,10 @@ def prefix(runtime_prefix: Path) -> Path:
     return runtime_prefix
 
 
-def _pairs(project: Project, lab: netns.Lab) -> dict[str, object]:
+def _pairs(project: Project, lab: netns.Lab, mode: str = "pairs") -> dict[str, object]:
     code, out, err = project.run(
         "verify", "--hosts", "node[1-4]", "-F", str(lab.cluster.ssh_config), "--min-gpus", "0",
-        "--allreduce", "pairs", "--allreduce-args", ARGS, "--timeout", "120", "--format", "json",
+        "--allreduce", mode, "--allreduce-args", ARGS, "--timeout", "120", "--format", "json",
     )  # fmt: skip
     assert code == 1, out + err
     doc: dict[str, object] = json.loads(out)
@@ -47,6 +48,21 @@ def test_the_rate_limited_node_is_named(prefix: Path, project: Project, tmp_path
     slow = [v for k, v in by_pair.items() if "node3" in k]
     fast = [v for k, v in by_pair.items() if "node3" not in k]
     assert max(slow) * 3 < min(fast)  # the figures the finding rests on
+
+
+def test_bisect_names_the_node_in_two_rounds(
+    prefix: Path, project: Project, tmp_path: Path
+) -> None:
+    """node2 and node3 meet in the first round (node1-node4 the other pair); each then meets
+    a node of the fast pair, and only node3's second pair is slow."""
+    with netns.lab(tmp_path / "lab", 4, {"CONDA_PREFIX": str(prefix)}) as lab:
+        lab.limit_node(3, RATE)
+        doc = _pairs(project, lab, "bisect")
+    assert _errors(doc) == [("slow-node", "node3", ["node3"])]
+    assert doc["rounds"] == 2 and isinstance(doc["pairs"], list) and len(doc["pairs"]) == 4
+    assert {(p["a"], p["b"]) for p in doc["pairs"] if p["round"] == 1} == {
+        ("node1", "node4"), ("node2", "node3"),
+    }  # fmt: skip
 
 
 def test_the_rate_limited_link_is_named_not_a_node(

@@ -149,6 +149,28 @@ def test_cluster_allreduce_in_one_srun_step(lab: tuple[Project, Path]) -> None:
     assert len(results) == 1 and results[0]["nranks"] == 2 and results[0]["wrong_total"] == 0
 
 
+def test_pairs_over_slurm_one_srun_step_per_pair(lab: tuple[Project, Path]) -> None:
+    """``--allreduce pairs`` over Slurm: every pair of node1-node3 once, each pair its own srun
+    step (the pairs of a round at once), meeting on 127.0.0.1 (every test node is this machine,
+    and no node name resolves) at PORT + its slot in the round."""
+    require(__import__("importlib").util.find_spec("torch") is not None, "torch is not installed")
+    from fixtures.sshnodes import free_port
+
+    proj, envs = lab
+    code, out, err = _slurm_verify(
+        proj, envs, "--hosts", "node[1-3]", "--timeout", "90", "--no-lock",
+        "--allreduce", "pairs", "--rdzv-endpoint", f"127.0.0.1:{free_port()}",
+        "--allreduce-args", "-b 1K -e 4K -f 4 -n 2 -w 1 --nproc 1 --backend gloo",
+    )  # fmt: skip
+    doc = json.loads(out)
+    pairs = {(p["a"], p["b"]): p for p in doc["pairs"]}
+    assert set(pairs) == {("node1", "node2"), ("node1", "node3"), ("node2", "node3")}, out + err
+    assert all(p["busbw"] is not None and p["error"] is None for p in pairs.values()), out + err
+    assert doc["rounds"] == 3  # three nodes: one rests each round
+    assert not [f for f in doc["findings"] if f["kind"] in ("slow-node", "slow-link")]
+    assert code == 1, out  # node3's older pytorch build differs from the others': that stands
+
+
 def _sbatch(proj: Project, envs: Path, nodes: str, tmp: Path) -> tuple[int, str]:
     import subprocess
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from test_gpu import facts
 
 from envtool.judge import gpu, verdict
-from envtool.judge.findings import Kind
+from envtool.judge.findings import Kind, Severity
 from envtool.models import Environment, Package
 from envtool.protocol.types import (
     Failure,
@@ -84,6 +84,22 @@ def test_two_nodes_that_differ_claim_no_majority() -> None:
         "numpy=2.0.0=0",
         ("b",),
     )
+
+
+def test_without_a_lock_a_ddp_critical_package_that_differs_is_an_error() -> None:
+    """--no-lock: a node whose pytorch build differs from the others' fails the check (a
+    differing numpy stays a warning); "all good" never rests on two pytorch builds."""
+    torch1, torch2 = Package("pytorch", "2.1.0", "cuda118_0"), Package("pytorch", "2.1.0", "cpu_0")
+    numpy1, numpy2 = Package("numpy", "1.26.4", "0"), Package("numpy", "2.0.0", "0")
+    rs = [
+        HostReport(h, env=_env(t, n), facts=facts(env=()))
+        for h, t, n in (("a", torch1, numpy1), ("b", torch1, numpy1), ("c", torch2, numpy2))
+    ]
+    found = {f.subject: f for f in verdict.decide(rs, None, POLICY)}
+    torch = found["torch"]  # conda pytorch and pip torch are matched as one key
+    assert torch.kind is Kind.DIFFERS_FROM_MAJORITY
+    assert torch.severity is Severity.ERROR and torch.hosts == ("c",)
+    assert found["numpy"].severity is Severity.WARNING
 
 
 def test_env_missing_comes_from_the_exit_code_or_the_part_not_from_prose() -> None:
