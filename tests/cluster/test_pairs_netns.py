@@ -22,10 +22,13 @@ def prefix(runtime_prefix: Path) -> Path:
     return runtime_prefix
 
 
-def _pairs(project: Project, lab: netns.Lab, mode: str = "pairs") -> dict[str, object]:
+def _pairs(
+    project: Project, lab: netns.Lab, mode: str = "pairs", timeout: int = 120
+) -> dict[str, object]:
     code, out, err = project.run(
         "verify", "--hosts", "node[1-4]", "-F", str(lab.cluster.ssh_config), "--min-gpus", "0",
-        "--allreduce", mode, "--allreduce-args", ARGS, "--timeout", "120", "--format", "json",
+        "--allreduce", mode, "--allreduce-args", ARGS, "--timeout", str(timeout),
+        "--format", "json",
     )  # fmt: skip
     assert code == 1, out + err
     doc: dict[str, object] = json.loads(out)
@@ -72,3 +75,22 @@ def test_the_rate_limited_link_is_named_not_a_node(
         lab.limit_link(1, 2, RATE)
         doc = _pairs(project, lab)
     assert _errors(doc) == [("slow-link", "node1 <-> node2", ["node1", "node2"])]
+
+
+def test_a_hung_pair_costs_its_round_not_the_run(
+    prefix: Path, project: Project, tmp_path: Path
+) -> None:
+    """node1 and node2 cannot reach each other (every packet between them dropped): their
+    pair fails at the deadline and is named; every other pair is still measured, and the run
+    goes on through all its rounds."""
+    timeout = 40
+    with netns.lab(tmp_path / "lab", 4, {"CONDA_PREFIX": str(prefix)}) as lab:
+        lab.cut_link(1, 2)
+        doc = _pairs(project, lab, timeout=timeout)
+    assert _errors(doc) == [("allreduce-failed", "node1 <-> node2", ["node1", "node2"])]
+    pairs = doc["pairs"]
+    assert isinstance(pairs, list) and doc["rounds"] == 3
+    hung = [p for p in pairs if (p["a"], p["b"]) == ("node1", "node2")]
+    assert len(hung) == 1 and hung[0]["busbw"] is None and hung[0]["error"]
+    assert hung[0]["seconds"] < timeout + 30  # its deadline, not more
+    assert all(p["busbw"] for p in pairs if p is not hung[0])  # the five others measured
