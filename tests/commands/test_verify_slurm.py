@@ -160,15 +160,22 @@ def test_pairs_over_slurm_one_srun_step_per_pair(lab: tuple[Project, Path]) -> N
     code, out, err = _slurm_verify(
         proj, envs, "--hosts", "node[1-3]", "--timeout", "90", "--no-lock",
         "--allreduce", "pairs", "--rdzv-endpoint", f"127.0.0.1:{free_port()}",
-        "--allreduce-args", "-b 1K -e 4K -f 4 -n 2 -w 1 --nproc 1 --backend gloo",
+        "--allreduce-args", "-b 64K -e 256K -f 4 -n 2 -w 1 --nproc 1 --backend gloo",
     )  # fmt: skip
     doc = json.loads(out)
     pairs = {(p["a"], p["b"]): p for p in doc["pairs"]}
     assert set(pairs) == {("node1", "node2"), ("node1", "node3"), ("node2", "node3")}, out + err
     assert all(p["busbw"] is not None and p["error"] is None for p in pairs.values()), out + err
-    assert doc["rounds"] == 3  # three nodes: one rests each round
-    assert not [f for f in doc["findings"] if f["kind"] in ("slow-node", "slow-link")]
-    assert code == 1, out  # node3's older pytorch build differs from the others': that stands
+    # three nodes: one rests each round; a pair starved by this one machine's load may be
+    # measured once more, alone, in a round of its own before anything is named
+    again = sum(p["round"] > 3 for p in pairs.values())
+    assert doc["rounds"] == 3 + again
+    assert not [f for f in doc["findings"] if f["kind"] == "allreduce-failed"], out
+    # (slow-node / slow-link are not asserted here: every "node" is this one machine, whose
+    # load moves a pair's busbw by 3x or more between rounds; the netns tests name them)
+    found = {(f["kind"], f["subject"], tuple(f["hosts"])) for f in doc["findings"]}
+    assert ("differs-from-majority", "torch", ("node3",)) in found  # its older pytorch build
+    assert code == 1
 
 
 def _sbatch(proj: Project, envs: Path, nodes: str, tmp: Path) -> tuple[int, str]:
