@@ -130,7 +130,14 @@ def interrupts(work: Path, runs: int) -> None:
         sweep = "-b 1M -e 1M -n 1000000 -w 1 --nproc 2 --backend gloo"
         for i in range(runs):
             line = _interrupted(
-                lab, work, " -u ", 2, "--allreduce", "node", "--allreduce-args", sweep
+                lab,
+                work,
+                "-m envtool_node.allreduce --worker",
+                2,
+                "--allreduce",
+                "node",
+                "--allreduce-args",
+                sweep,
             )
             print(f"  all-reduce ranks running, run {i + 1}: {line}")
         print(

@@ -28,7 +28,7 @@ from fixtures.channel import build_channel, realistic_packages  # noqa: E402
 from fixtures.runtime import ENV, runtime_packages  # noqa: E402
 
 ENVTOOL = str(Path(sys.executable).parent / "envtool")
-ARGS = "-b 256K -e 2M -f 2 -n 2 -w 1"
+ARGS = "-b 256K -e 2M -f 2 -n 2 -w 1 --backend gloo"  # every node is this machine (one GPU at most)
 
 
 def _verify(work: Path, lab: netns.Lab, count: int, mode: str) -> tuple[float, dict[str, object]]:

@@ -52,8 +52,12 @@ def _python_choice(options: FanoutOptions) -> str:
 
 # Cleanup on every exit: stop the watchdog, stop the probe if it still runs (the script was
 # signalled), remove the temp dir. A trapped signal exits, so the EXIT trap runs.
+# The probe is stopped twice over: `timeout` itself, and its process group (-$k: `timeout`
+# makes one of its own), which still holds the probe if the signal came while `timeout` was
+# forking it: `timeout` then leaves at once and its child would run on, orphaned.
+_STOP = '{ kill -TERM "$k"; kill -TERM -"$k"; } 2>/dev/null'
 _TRAPS = (
-    'trap \'[ -z "$w" ] || kill "$w" 2>/dev/null; [ -z "$k" ] || kill -TERM "$k" 2>/dev/null; '
+    f'trap \'[ -z "$w" ] || kill "$w" 2>/dev/null; [ -z "$k" ] || {_STOP}; '
     '[ -z "$x" ] || rm -rf "$x"\' EXIT; '
     "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; "
 )
@@ -72,7 +76,7 @@ _WATCHDOG = (
     ' while read -r q < "/proc/$$/stat"; do'
     ' q=${q##*") "}; q=${q#* }; [ "${q%% *}" = "$pp" ] || break;'
     ' sleep 1 & s=$!; wait "$s"; done;'
-    ' kill -0 $$ 2>/dev/null && kill -TERM "$k" 2>/dev/null'
+    f" kill -0 $$ 2>/dev/null && {_STOP}"
     " ) </dev/null >/dev/null 2>&1 & w=$!; fi; "
 )
 

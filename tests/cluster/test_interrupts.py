@@ -223,7 +223,9 @@ def test_interrupted_allreduce_stops_the_ranks_on_the_node(
     assert _interrupt_verify(lab, tmp_path, "node1", ranks_run, *extra) < 10
 
 
-def _node_script_run(tmp_path: Path, python_body: str, shell: str) -> tuple[set[str], Path]:
+def _node_script_run(
+    tmp_path: Path, python_body: str, shell: str, path: str = ""
+) -> tuple[set[str], Path]:
     """The node script started by ``sh -c SHELL`` ($1: the script, $2: the bundle), with a
     fake python in CONDA_PREFIX and its own TMPDIR; returns (TMPDIR values, bundle dir root)."""
     from envtool.cluster import bundle as node_bundle
@@ -238,7 +240,12 @@ def _node_script_run(tmp_path: Path, python_body: str, shell: str) -> tuple[set[
     script = node_script(FanoutOptions(timeout=300))
     subprocess.run(
         ["sh", "-c", shell, "sh", script, str(bundle)],
-        env={**os.environ, "CONDA_PREFIX": str(prefix), "TMPDIR": str(tmp)},
+        env={
+            **os.environ,
+            "CONDA_PREFIX": str(prefix),
+            "TMPDIR": str(tmp),
+            "PATH": path + os.environ["PATH"],
+        },
         check=True,
         timeout=30,
     )
@@ -259,6 +266,39 @@ def test_node_script_stops_the_probe_once_its_parent_is_gone(tmp_path: Path) -> 
         os.kill(pid, signal.SIGKILL)
     assert left == {}
     assert list(tmp.glob("envtool.*")) == []
+
+
+# A `timeout` that, like GNU timeout signalled while it forks its command, leaves at once on
+# SIGTERM without passing it on: its command runs on in the process group it made.
+HASTY_TIMEOUT = f"""#!{sys.executable}
+import os, signal, subprocess, sys
+os.setpgid(0, 0)
+args = sys.argv[1:]
+while args[0].startswith("-"):
+    args = args[2:] if args[0] == "-k" else args[1:]
+child = subprocess.Popen(args[1:])
+signal.signal(signal.SIGTERM, lambda *_: os._exit(143))
+sys.exit(child.wait())
+"""
+
+
+def test_node_script_stops_the_probe_even_when_timeout_left_it_behind(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "timeout").write_text(HASTY_TIMEOUT)
+    (bin_dir / "timeout").chmod(0o755)
+    env, _ = _node_script_run(
+        tmp_path, "exec sleep 3173", 'sh -c "$1" < "$2" >/dev/null 2>&1 & sleep 0.5',
+        path=f"{bin_dir}:",
+    )  # fmt: skip
+    assert "sleep 3173" in sshnodes.processes_with_env("TMPDIR", env).values()
+    end = time.monotonic() + 5
+    while sshnodes.processes_with_env("TMPDIR", env) and time.monotonic() < end:
+        time.sleep(0.05)
+    left = sshnodes.processes_with_env("TMPDIR", env)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == {}  # the probe too: the script signals timeout's process group
 
 
 def test_node_script_leaves_nothing_after_a_normal_run(tmp_path: Path) -> None:
