@@ -258,14 +258,19 @@ def test_node_script_stops_the_probe_once_its_parent_is_gone(tmp_path: Path) -> 
         tmp_path, "exec sleep 3172", 'sh -c "$1" < "$2" >/dev/null 2>&1 & sleep 0.5'
     )
     assert "sleep 3172" in sshnodes.processes_with_env("TMPDIR", env).values()
-    end = time.monotonic() + 5
+    assert _left_after(env, 5.0) == {}
+    assert list(tmp.glob("envtool.*")) == []
+
+
+def _left_after(env: set[str], seconds: float) -> dict[int, str]:
+    """The node script's processes still there after ``seconds`` (then killed)."""
+    end = time.monotonic() + seconds
     while sshnodes.processes_with_env("TMPDIR", env) and time.monotonic() < end:
         time.sleep(0.05)
     left = sshnodes.processes_with_env("TMPDIR", env)
     for pid in left:
         os.kill(pid, signal.SIGKILL)
-    assert left == {}
-    assert list(tmp.glob("envtool.*")) == []
+    return left
 
 
 # A `timeout` that, like GNU timeout signalled while it forks its command, leaves at once on
@@ -292,13 +297,7 @@ def test_node_script_stops_the_probe_even_when_timeout_left_it_behind(tmp_path: 
         path=f"{bin_dir}:",
     )  # fmt: skip
     assert "sleep 3173" in sshnodes.processes_with_env("TMPDIR", env).values()
-    end = time.monotonic() + 5
-    while sshnodes.processes_with_env("TMPDIR", env) and time.monotonic() < end:
-        time.sleep(0.05)
-    left = sshnodes.processes_with_env("TMPDIR", env)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert left == {}  # the probe too: the script signals timeout's process group
+    assert _left_after(env, 5.0) == {}  # the probe too: the script signals timeout's group
 
 
 def test_node_script_leaves_nothing_after_a_normal_run(tmp_path: Path) -> None:
