@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, Project, require
+from test_lockfile import HEAD
 
 from envtool.errors import InputError
 from envtool.lock import explicit, lockfile
@@ -228,15 +229,6 @@ ENTRY = """\
     md5: 57d7dc60e9325e3de37ff8dffd18e814
   category: main
   optional: false
-"""
-HEAD = """\
-version: 1
-metadata:
-  content_hash: {linux-64: abc}
-  channels: [{url: conda-forge, used_env_vars: []}]
-  platforms: [linux-64]
-  sources: [environment.yml]
-package:
 """
 
 

@@ -47,8 +47,7 @@ def test_round_trip_keeps_every_field(shared_data: Path, tmp_path: Path) -> None
     assert again.metadata == original.metadata
 
 
-def _lock_text() -> str:
-    return """\
+HEAD = """\
 version: 1
 metadata:
   content_hash: {linux-64: abc}
@@ -56,6 +55,13 @@ metadata:
   platforms: [linux-64]
   sources: [environment.yml]
 package:
+"""  # a v1 lockfile up to its packages (test_compat.py adds its own entries)
+
+
+def _lock_text() -> str:
+    return (
+        HEAD
+        + """\
 - name: zlib
   version: 1.3.1
   manager: conda
@@ -66,6 +72,7 @@ package:
   category: main
   optional: false
 """.replace("SHA", SHA)
+    )
 
 
 def _bad(tmp_path: Path, text: str) -> str:
