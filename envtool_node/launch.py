@@ -246,14 +246,23 @@ class Job:
     rendezvous: tuple[str, ...] | None = None
 
 
+def choose(backend: str, nproc: int, gpus: int, default_cpu: int = 2) -> tuple[str, int]:
+    """The backend (``auto``: NCCL where there are GPUs, else gloo) and the ranks of a node
+    with ``gpus`` GPUs: one per GPU with NCCL (at most ``nproc`` when given), else ``nproc``
+    or ``default_cpu``. The launcher's guess and every rank's plan are this one rule."""
+    if backend == "auto":
+        backend = "nccl" if gpus else "gloo"
+    if backend == "nccl":
+        return backend, min(nproc, gpus) if nproc else gpus
+    return backend, nproc or default_cpu
+
+
 def guess(job: Job) -> tuple[str, int]:
     """The backend and ranks of this node without torch (visible_gpus); each rank checks the
-    guess with torch and asks for another launch when it was wrong (``replan``)."""
-    gpus = visible_gpus()
-    backend = job.backend if job.backend != "auto" else ("nccl" if gpus else "gloo")
-    if backend == "nccl":
-        return backend, max(1, min(job.nproc, gpus) if job.nproc else gpus)
-    return backend, job.nproc or job.default_cpu
+    guess with torch and asks for another launch when it was wrong (``replan``). At least one
+    rank starts, to say so."""
+    backend, nproc = choose(job.backend, job.nproc, visible_gpus(), job.default_cpu)
+    return backend, max(1, nproc)
 
 
 def begin(job: Job, planned: tuple[str, int] | None = None) -> Launch:

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from .launch import Terminated
+from .launch import Terminated, choose
 
 
 def watchdog(deadline: float) -> None:
@@ -32,17 +32,12 @@ def watchdog(deadline: float) -> None:
 
 
 def plan(backend: str, nproc: int, default_cpu: int = 2) -> tuple[Any, str, int]:
-    """torch, the backend (``auto``: NCCL where CUDA works, else gloo) and the ranks this node
-    should run: one per GPU with NCCL (at most ``nproc`` when given), else ``nproc`` or
-    ``default_cpu``. Every rank of a node computes the same plan."""
+    """torch, and the backend and ranks this node should run (launch.choose with the GPUs
+    torch sees). Every rank of a node computes the same plan."""
     import torch
 
     gpus = int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
-    if backend == "auto":
-        backend = "nccl" if gpus else "gloo"
-    if backend == "nccl":
-        return torch, backend, min(nproc, gpus) if nproc else gpus
-    return torch, backend, nproc or default_cpu
+    return (torch, *choose(backend, nproc, gpus, default_cpu))
 
 
 def begin(args: Any, default_cpu: int = 2) -> tuple[Any, str] | None:

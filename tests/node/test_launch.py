@@ -51,7 +51,25 @@ def test_visible_gpus_reads_cuda_visible_devices_as_cuda_does(
     assert launch.visible_gpus() == expected
 
 
-def _node(*args: str, env: dict[str, str] | None = None) -> tuple[dict, str]:  # type: ignore[type-arg]
+@pytest.mark.parametrize(
+    ("asked", "gpus", "expected"),
+    [
+        (("auto", 0), 8, ("nccl", 8)),
+        (("auto", 0), 0, ("gloo", 2)),
+        (("auto", 3), 0, ("gloo", 3)),
+        (("nccl", 4), 8, ("nccl", 4)),
+        (("nccl", 4), 2, ("nccl", 2)),
+        (("nccl", 0), 0, ("nccl", 0)),  # a rank says "no GPU"; the launcher still starts one
+        (("gloo", 0), 8, ("gloo", 2)),
+    ],
+)
+def test_one_rule_decides_backend_and_ranks(
+    asked: tuple[str, int], gpus: int, expected: tuple[str, int]
+) -> None:
+    assert launch.choose(*asked, gpus) == expected
+
+
+def _node(*args: str, env: dict[str, str] | None = None) -> tuple[dict, bool]:  # type: ignore[type-arg]
     """``envtool_node.node.collect`` in a fresh interpreter; its document and whether that
     interpreter (the launcher, not a rank) imported torch."""
     code = (
@@ -70,13 +88,13 @@ def _node(*args: str, env: dict[str, str] | None = None) -> tuple[dict, str]:  #
     )
     assert out.returncode == 0, out.stderr[-2000:]
     result = json.loads(out.stdout)
-    return result["doc"], str(result["torch"])
+    return result["doc"], result["torch"] is True
 
 
 def test_the_ranks_gather_the_facts_and_the_launcher_never_imports_torch() -> None:
     _torch()
     doc, launcher_imported = _node(*SWEEP, env={"NCCL_DEBUG": "WARN"})
-    assert launcher_imported == "False"
+    assert not launcher_imported
     facts, allreduce = doc["facts"], doc["allreduce"]
     assert facts["schema"] == "envtool.gpu-facts/1" and facts["torch"]  # torch seen by a rank
     assert facts["runtime"]["torch"]["file"].endswith("__init__.py")
@@ -105,5 +123,5 @@ def test_facts_are_gathered_here_when_no_rank_could(tmp_path: object) -> None:
     _torch()
     doc, launcher_imported = _node("-b", "8", "-e", "4X", "--timeout", "60")
     assert doc["facts"]["schema"] == "envtool.gpu-facts/1" and doc["facts"]["torch"]
-    assert launcher_imported == "True"  # it had to
+    assert launcher_imported  # it had to
     assert "4X" in doc["allreduce"]["error"] and "\n" not in doc["allreduce"]["error"]
