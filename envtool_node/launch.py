@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -103,9 +104,10 @@ def _popen(argv: list[str], env: dict[str, str], log: IO[bytes]) -> subprocess.P
 
 
 def _result_file(module: str) -> str:
-    fd, out = tempfile.mkstemp(prefix="envtool-%s-" % module.rsplit(".", 1)[-1], suffix=".json")
-    os.close(fd)
-    return out
+    """Where rank 0 writes its document: in a folder only this user can enter (mkdtemp), so
+    neither the file nor the rank's ``.part`` beside it can be made or swapped by another."""
+    folder = tempfile.mkdtemp(prefix="envtool-%s-" % module.rsplit(".", 1)[-1])
+    return os.path.join(folder, "result.json")
 
 
 def start(
@@ -221,15 +223,16 @@ def wait(launch: Launch) -> tuple[str, str]:
             code = launch.procs[failed].returncode
             why = failure(_log(launch, failed))
             return "", "%s exited %d: %s" % (launch.names[failed], code, why)
-        with open(launch.out, encoding="utf-8") as fh:
-            return fh.read(), ""
+        try:
+            with open(launch.out, encoding="utf-8") as fh:
+                return fh.read(), ""
+        except FileNotFoundError:  # every rank left without a word: the caller says why
+            return "", ""
     finally:
         stop(launch)
         for log in launch.logs:
             log.close()
-        for path in (launch.out, launch.out + ".part"):
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+        shutil.rmtree(os.path.dirname(launch.out), ignore_errors=True)
 
 
 @dataclass(frozen=True)

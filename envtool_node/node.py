@@ -10,9 +10,9 @@ broken part never hides the others; the exit code is 0 whenever the document was
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -108,9 +108,8 @@ def collect(
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     doc: dict[str, Any] = {"schema": schema.NODE, "prefix": prefix, "node": node}
     doc["allreduce"], started = None, None
-    fd, facts_path = tempfile.mkstemp(prefix="envtool-facts-", suffix=".json")
-    os.close(fd)
-    os.unlink(facts_path)  # the rank writes it whole, or it is not there
+    folder = tempfile.mkdtemp(prefix="envtool-facts-")  # only this user can enter it
+    facts_path = os.path.join(folder, "facts.json")  # the rank writes it whole, or not at all
     from_rank = use_torch and "facts" in parts
     try:
         if allreduce_args is not None:
@@ -126,8 +125,7 @@ def collect(
     finally:
         if started is not None:
             ranks.stop(started[1])
-        with contextlib.suppress(OSError):
-            os.unlink(facts_path)
+        shutil.rmtree(folder, ignore_errors=True)
     return doc
 
 
