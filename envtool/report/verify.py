@@ -138,7 +138,23 @@ def _compared(verdict: Verdict) -> str:
     against = "against the lock and each other" if verdict.lock_path else "between the nodes"
     missing = len(verdict.reports) - len(loaded)
     note = f"; no runtime from {missing} host(s) (an older probe)" if missing else ""
-    return f"compared {against}: {', '.join(levels) or 'package records'}{note}"
+    checked = f"compared {against}: {', '.join(levels) or 'package records'}{note}"
+    return f"{checked}\nall-reduce: {_allreduce_checked(verdict)}"
+
+
+def _allreduce_checked(verdict: Verdict) -> str:
+    """Which all-reduce the verdict rests on, and which links it did not cross."""
+    if verdict.pairs is not None:
+        answered = sum(1 for r in verdict.reports if r.ok)
+        met = {frozenset((p.a, p.b)) for p in verdict.pairs.pairs}
+        total = answered * (answered - 1) // 2
+        return f"between {len(met)} of the {total} node pairs, in {verdict.pairs.rounds} rounds"
+    ran = [r.allreduce for r in verdict.reports if r.allreduce is not None]
+    if not ran:
+        return "none run (--allreduce off): the links between the nodes were not tested"
+    if any(a.member for a in ran):
+        return f"one run across {len(ran)} hosts"
+    return f"each of {len(ran)} host(s) on its own: no link between the nodes was tested"
 
 
 def _pairs_table(verdict: Verdict) -> tuple[str, list[str], list[list[str]]] | None:

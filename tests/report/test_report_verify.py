@@ -65,5 +65,20 @@ def test_all_good_says_what_it_compared(capsys) -> None:  # type: ignore[no-unty
     assert out.startswith("all good: 2 hosts")
     assert "against the lock and each other: package records and their hashes" in out
     assert "what each python loads" in out and "no runtime from 1 host(s)" in out
+    assert "all-reduce: none run (--allreduce off)" in out
     report.show(verdict.Verdict(rs[:1], (), "", 1.0), "table", None)
     assert "compared between the nodes:" in capsys.readouterr().out
+
+
+def test_all_good_says_which_links_the_all_reduce_crossed(capsys) -> None:  # type: ignore[no-untyped-def]
+    """bisect meets only some pairs: "all good" says how many of them, never more."""
+    from envtool.protocol.types import AllReduceResult, PairRun, PairsRun
+
+    rs = tuple(HostReport(h, facts=FACTS) for h in ("a", "b", "c", "d"))
+    result = AllReduceResult("gloo", 2)
+    run = PairsRun((PairRun("a", "d", 1, result), PairRun("b", "c", 1, result)), 1, 9.0)
+    report.show(verdict.Verdict(rs, (), "", 1.0, run), "table", None)
+    assert "all-reduce: between 2 of the 6 node pairs, in 1 rounds" in capsys.readouterr().out
+    alone = tuple(HostReport(h, facts=FACTS, allreduce=AllReduceResult("gloo", 2)) for h in "ab")
+    report.show(verdict.Verdict(alone, (), "", 1.0), "table", None)
+    assert "each of 2 host(s) on its own: no link between the nodes" in capsys.readouterr().out
