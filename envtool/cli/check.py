@@ -74,6 +74,12 @@ if TYPE_CHECKING:
 @opt.fmt("table", "json", "junit")
 @click.option("--output", type=PathArg, help="Write the report here instead of stdout.")
 @opt.show_all()
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="The findings as one grid (hosts, severity, kind, subject, expected, actual, fix) "
+    "instead of a block each; still no wider than the terminal.",
+)
 def verify(
     hosts_spec: str | None,
     no_lock: bool,
@@ -94,6 +100,7 @@ def verify(
     fmt: str,
     output: Path | None,
     show_all: bool,
+    wide: bool,
     **checks: Any,
 ) -> int:
     """Probe every node in parallel and report drift from the lock and from each other."""
@@ -120,7 +127,7 @@ def verify(
     )
     args = _verify_args(c, hosts_spec, None if no_lock else c.lockfile, fan, platform,
                         tolerance, fmt, output)  # fmt: skip
-    return command.run(replace(args, show_all=show_all))
+    return command.run(replace(args, show_all=show_all, wide=wide))
 
 
 def _verify_args(

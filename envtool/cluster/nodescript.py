@@ -33,20 +33,43 @@ def remote_command(script: str) -> str:
     return f"exec sh -c {quote(script)}"
 
 
+def _missing(looked_for: str) -> str:
+    """sh that says no environment was found (what was looked for, as the node expanded it:
+    a marker line envtool reads, then a line for people) and exits."""
+    return (
+        f"{{ printf '%s %s %s\\n' {schemas.MARKER} {schemas.PART_ENV_MISSING} {looked_for} >&2; "
+        f"echo envtool: {looked_for} >&2; exit {schemas.EXIT_ENV_MISSING}; }}"
+    )
+
+
 def _python_choice(options: FanoutOptions) -> str:
-    """sh that sets $py to the environment's interpreter on the node."""
+    """sh that sets $py to the environment's interpreter on the node, or exits saying what it
+    looked for: with --prefix or a lock's env name no other python stands in for it (its
+    torch would "load" in the environment's place); only without either (--no-lock) is the
+    node's python3 probed."""
     if options.prefix:
         parts = (options.prefix.rstrip("/") + "/bin/python").split("{node}")
-        return "py=" + NODE_VAR.join(quote(p) for p in parts)
-    candidates = []
-    if options.env_name:
-        name = quote(options.env_name)
-        candidates = [f'"{d}/"{name}"/bin/python"' for d in ENV_DIRS]
-    candidates.append('"${CONDA_PREFIX:-/nonexistent}/bin/python"')
-    loop = " ".join(candidates)
+        chosen = "py=" + NODE_VAR.join(quote(p) for p in parts)
+        return f'{chosen}; [ -x "$py" ] || {_missing(chr(34) + "no bin/python in ${py%/bin/python}" + chr(34))}'
+    conda = '"${CONDA_PREFIX:-/nonexistent}/bin/python"'
+    first = 'py=; for c in {}; do if [ -x "$c" ]; then py=$c; break; fi; done; '
+    if not options.env_name:
+        return (
+            first.format(conda)
+            + '[ -n "$py" ] || py=$(command -v python3 || command -v python); '
+            + '[ -n "$py" ] || { echo "envtool: no python on this node" >&2; '
+            + f"exit {schemas.EXIT_NO_PYTHON}; }}"
+        )
+    name = quote(options.env_name)
+    dirs = ", ".join(ENV_DIRS)
+    looked = (
+        f'm="no environment \'"{name}"\' in {dirs}"; '
+        '[ -n "${CONDA_PREFIX:-}" ] && m="$m, nor in \\$CONDA_PREFIX ($CONDA_PREFIX)" || '
+        'm="$m (\\$CONDA_PREFIX is unset)"; '
+    )
+    loop = " ".join([*(f'"{d}/"{name}"/bin/python"' for d in ENV_DIRS), conda])
     return (
-        f'py=; for c in {loop}; do if [ -x "$c" ]; then py=$c; break; fi; done; '
-        '[ -n "$py" ] || py=$(command -v python3 || command -v python)'
+        first.format(loop) + f'[ -n "$py" ] || {{ {looked}{_missing(chr(34) + "$m" + chr(34))}; }}'
     )
 
 
@@ -122,19 +145,10 @@ def node_script(options: FanoutOptions) -> str:
             f"{schemas.EXIT_NO_TEMP_DIR}; d=$x; "
             f'tar -xzf - -C "$d" || exit {schemas.EXIT_NO_BUNDLE}; '
         )
-    missing = (
-        f"printf '%s %s %s\\n' {schemas.MARKER} {schemas.PART_ENV_MISSING} "
-        '"${py%/bin/python}" >&2; '
-        'echo "envtool: no conda environment at ${py%/bin/python} (no bin/python)" >&2; '
-        f"exit {schemas.EXIT_ENV_MISSING}"
-    )
     return (
         "umask 077; d=; x=; k=; w=; pp=$PPID; "
         f"{_TRAPS}{fetch}"
         f"{_python_choice(options)}; "
-        '[ -n "$py" ] || { echo "envtool: no python on this node" >&2; '
-        f"exit {schemas.EXIT_NO_PYTHON}; }}; "
-        f'[ -x "$py" ] || {{ {missing}; }}; '
         f'if command -v timeout >/dev/null 2>&1; then t="timeout -k 5 {limit}"; else t=; fi; '
         # absolute paths: the package runs from the temp dir, a relative --prefix must not move
         'b=$(cd "$(dirname "$py")" && pwd) && py="$b/${py##*/}"; p=$(cd "$b/.." && pwd); '

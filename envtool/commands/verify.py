@@ -19,7 +19,7 @@ from envtool.cluster.transports import check_ssh_options
 from envtool.errors import InputError
 from envtool.judge import gpu, verdict
 from envtool.judge import pairs as judge_pairs
-from envtool.judge.findings import exit_code, fold
+from envtool.judge.findings import exit_code, explain, fold
 from envtool.lock import lockfile
 from envtool.lock.prefixes import env_name
 from envtool.models import Environment
@@ -47,6 +47,7 @@ class VerifyArgs:
     output: Path | None = None
     junit: Path | None = None
     show_all: bool = False  # the table lists every finding, not only the DDP-critical ones
+    wide: bool = False  # the findings as one grid, not a block each
 
 
 def baseline_busbw(path: Path) -> float:
@@ -126,8 +127,10 @@ def run(args: VerifyArgs) -> int:
         host_list, args.allreduce, shlex.split(args.allreduce_args), args.fanout.timeout,
         args.rdzv_endpoint,
     )  # fmt: skip
-    fan = replace(args.fanout, node_args=node_args, env_name=env_name(args.lock_path))
-    with console.Progress(len(host_list)) as progress:
+    # with a lock, the environment is searched by its name and nothing else stands in for it
+    name = env_name(args.lock_path) or ("ddp" if args.lock_path is not None else "")
+    fan = replace(args.fanout, node_args=node_args, env_name=name)
+    with console.Progress(len(host_list), quiet=args.fmt != "table") as progress:
         reports = survey.survey(host_list, fan, progress.done)
     policy = verdict.Policy(
         gpu.GpuPolicy(args.min_gpus, gpu.locked_cuda(lock), args.min_busbw, baseline,
@@ -138,12 +141,12 @@ def run(args: VerifyArgs) -> int:
     run = None
     if args.allreduce in verdict.PAIRWISE:  # the nodes that answered, pair by pair
         run = _pairs(host_list, reports, fan, args, policy.gpu)
-        findings = fold([*findings, *judge_pairs.decide(run, policy.gpu)])
+        findings = explain(fold([*findings, *judge_pairs.decide(run, policy.gpu)]))
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
         run,
     )  # fmt: skip
-    report.show(result, args.fmt, args.output, args.show_all)
+    report.show(result, args.fmt, args.output, args.show_all, args.wide)
     if args.junit is not None:
         report.show(result, "junit", args.junit)
     return exit_code(findings)

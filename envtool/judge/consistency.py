@@ -13,8 +13,9 @@ import re
 from collections.abc import Callable
 
 from envtool.judge import cuda
-from envtool.judge.findings import Finding, Kind, Severity
+from envtool.judge.findings import Finding, Kind
 from envtool.judge.packages import by_key
+from envtool.judge.rules import severity
 from envtool.models import Environment, Package
 
 _PY_TAG = re.compile(r"(?:^|[_-]|(?<=\d))(?:py|cp)(\d)(\d{1,2})(?=[_h]|$)")  # py39h, np126py39
@@ -25,7 +26,7 @@ PYTORCH_CHANNELS = frozenset({"pytorch", "nvidia"})
 
 def _finding(kind: Kind, subject: str, pkgs: list[Package], expected: str = "") -> Finding:
     ordered = tuple(sorted({p.identity() for p in pkgs}, key=lambda p: (p.name, p.manager)))
-    return Finding(kind, Severity.ERROR, subject, expected, packages=ordered)
+    return Finding(kind, severity(kind), subject, expected, packages=ordered)
 
 
 def two_torches(env: Environment) -> list[Finding]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from envtool.judge.cuda import SPLIT
 from envtool.judge.findings import Check, Finding, Kind
+from envtool.judge.rules import check_of
 
 NAMES = frozenset(
     {
@@ -34,7 +35,7 @@ def package(name: str) -> bool:
 def finding(f: Finding) -> bool:
     """``f`` is about what decides a DDP run (a report shows it first, always): every
     finding but those about ordinary packages (their versions, builds, presence)."""
-    if f.kind.check not in (Check.LOCK, Check.MAJORITY) or f.kind in _ALWAYS:
+    if check_of(f.kind) not in (Check.LOCK, Check.MAJORITY) or f.kind in _ALWAYS:
         return True
     names = [p.name for p in (f.reference, f.found) if p is not None] or [f.subject]
     return any(package(n) for n in names)

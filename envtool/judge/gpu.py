@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from envtool.judge import cuda, runtime
 from envtool.judge.consensus import differences
-from envtool.judge.findings import Finding, Kind, Severity
+from envtool.judge.findings import Finding, Kind
+from envtool.judge.rules import severity
 from envtool.models import Environment
 from envtool.protocol.types import HostReport, NodeFacts
 
@@ -43,12 +44,13 @@ def version_tuple(text: str) -> tuple[int, ...]:
 def _cuda_checks(host: str, facts: NodeFacts, policy: GpuPolicy) -> list[Finding]:
     out = []
     if not facts.cuda_available:
-        severity = Severity.ERROR if policy.min_gpus > 0 else Severity.INFO
+        level = severity(Kind.CUDA_UNAVAILABLE, ordinary=policy.min_gpus == 0)
         why = "; ".join(facts.notes) or "torch.cuda.is_available() is False"
-        out.append(Finding(Kind.CUDA_UNAVAILABLE, severity, "CUDA", "available", why, (host,)))
+        out.append(Finding(Kind.CUDA_UNAVAILABLE, level, "CUDA", "available", why, (host,)))
     if facts.device_count < policy.min_gpus:
         expected, actual = f">= {policy.min_gpus}", str(facts.device_count)
-        out.append(Finding(Kind.TOO_FEW_GPUS, Severity.ERROR, "GPUs", expected, actual, (host,)))
+        kind = Kind.TOO_FEW_GPUS
+        out.append(Finding(kind, severity(kind), "GPUs", expected, actual, (host,)))
     return out
 
 
@@ -60,13 +62,13 @@ def _driver_checks(host: str, facts: NodeFacts, policy: GpuPolicy) -> list[Findi
     have = version_tuple(facts.driver)
     if have < version_tuple(minimum):
         expected = f">= {minimum} for CUDA {policy.locked_cuda}"
-        kind, severity = Kind.DRIVER_TOO_OLD, Severity.ERROR
+        kind = Kind.DRIVER_TOO_OLD
     elif full is not None and have < version_tuple(full):
         expected = f">= {full} for full CUDA {policy.locked_cuda} support"
-        kind, severity = Kind.DRIVER_MINOR_COMPAT, Severity.WARNING
+        kind = Kind.DRIVER_MINOR_COMPAT
     else:
         return []
-    return [Finding(kind, severity, "driver", expected, facts.driver, (host,))]
+    return [Finding(kind, severity(kind), "driver", expected, facts.driver, (host,))]
 
 
 # The runtime facts compared across nodes, and the packages that decide each (a package
@@ -86,7 +88,7 @@ def _env_checks(facts: dict[str, NodeFacts]) -> list[Finding]:
     out: list[Finding] = []
     for name in names:
         values = {h: dict(f.env).get(name, "(unset)") for h, f in facts.items()}
-        out += differences(values, Kind.NCCL_ENV_DIFFERS, Severity.WARNING, name)
+        out += differences(values, Kind.NCCL_ENV_DIFFERS, severity(Kind.NCCL_ENV_DIFFERS), name)
     return out
 
 
@@ -108,21 +110,41 @@ def _allreduce_checks(report: HostReport, policy: GpuPolicy) -> list[Finding]:
     if ar.error:
         return [
             Finding(
-                Kind.ALLREDUCE_FAILED, Severity.ERROR, "all-reduce", "completes", ar.error, host
+                Kind.ALLREDUCE_FAILED,
+                severity(Kind.ALLREDUCE_FAILED),
+                "all-reduce",
+                "completes",
+                ar.error,
+                host,
             )
         ]
     out = []
     if ar.wrong_total:
         wrong = str(ar.wrong_total)
         out.append(
-            Finding(Kind.ALLREDUCE_WRONG, Severity.ERROR, "all-reduce", "#wrong 0", wrong, host)
+            Finding(
+                Kind.ALLREDUCE_WRONG,
+                severity(Kind.ALLREDUCE_WRONG),
+                "all-reduce",
+                "#wrong 0",
+                wrong,
+                host,
+            )
         )
     floor = _busbw_floor(policy)
     peak = ar.peak_busbw
     if floor is not None and peak is not None and peak < floor[0]:
         expected, actual = f">= {floor[0]:.2f} GB/s ({floor[1]})", f"{peak:.2f} GB/s"
         out.append(
-            Finding(Kind.BUSBW_LOW, Severity.ERROR, "busbw", expected, actual, host, cause=floor[2])
+            Finding(
+                Kind.BUSBW_LOW,
+                severity(Kind.BUSBW_LOW),
+                "busbw",
+                expected,
+                actual,
+                host,
+                cause=floor[2],
+            )
         )
     return out
 
@@ -135,9 +157,9 @@ def check(reports: list[HostReport], policy: GpuPolicy) -> list[Finding]:
         out += _cuda_checks(host, f, policy) + _driver_checks(host, f, policy)
     for subject, get, _ in FACTS:
         values = {h: str(get(f)) for h, f in facts.items()}
-        out += differences(values, Kind.VERSION_MISMATCH, Severity.ERROR, subject)
+        out += differences(values, Kind.VERSION_MISMATCH, severity(Kind.VERSION_MISMATCH), subject)
     counts = {h: str(f.device_count) for h, f in facts.items()}
-    out += differences(counts, Kind.GPU_COUNT_DIFFERS, Severity.WARNING, "GPUs")
+    out += differences(counts, Kind.GPU_COUNT_DIFFERS, severity(Kind.GPU_COUNT_DIFFERS), "GPUs")
     out += _env_checks(facts)
     for report in reports:
         out += _allreduce_checks(report, policy)

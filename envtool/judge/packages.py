@@ -6,15 +6,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from envtool.judge import critical
-from envtool.judge.findings import Finding, Kind, Severity
+from envtool.judge.findings import Finding, Kind
+from envtool.judge.rules import severity
 from envtool.models import Environment, Package
 
 Group = dict[str, Package]  # manager → the package of one key
-# differences that are errors only for the packages that decide a DDP run (judge/critical.py);
-# a missing package stays an error (the job's imports fail) and so does another artifact
-_ORDINARY = frozenset(
-    {Kind.VERSION_DIFFERS, Kind.BUILD_DIFFERS, Kind.MANAGER_DIFFERS, Kind.PIP_SHADOWING}
-)
 
 
 def by_key(packages: Iterable[Package]) -> dict[str, Group]:
@@ -35,12 +31,12 @@ def _finding(
 ) -> Finding:
     named = a if a is not None else b
     assert named is not None
-    severity = Severity.WARNING if kind in (Kind.EXTRA, Kind.CHANNEL_DIFFERS) else Severity.ERROR
-    if kind in _ORDINARY and not critical.package(named.name):
-        severity = Severity.WARNING  # another numpy is not an error beside another nccl
+    # another numpy is not an error beside another nccl (kinds.RULES: which kinds are lenient;
+    # a missing package stays an error, the job's imports fail, and so does another artifact)
+    level = severity(kind, ordinary=not critical.package(named.name))
     if kind is not Kind.ARTIFACT_DIFFERS:  # the others are about name/version/build
         a, b = (a.identity() if a else None), (b.identity() if b else None)
-    return Finding(kind, severity, subject or named.name, reference=a, found=b, where=where)
+    return Finding(kind, level, subject or named.name, reference=a, found=b, where=where)
 
 
 def same_artifact(a: Package, b: Package) -> bool | None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import statistics
 
-from envtool.judge.findings import Finding, Kind, Severity
+from envtool.judge.findings import Finding, Kind
 from envtool.judge.gpu import GpuPolicy
+from envtool.judge.rules import severity
 from envtool.protocol.types import PairRun, PairsRun
 
 SLOWER_THAN_MEDIAN = 1 / 3  # a pair below a third of the other pairs' median is slow
@@ -102,8 +103,8 @@ def next_round(run: PairsRun, policy: GpuPolicy, nodes: list[str]) -> list[tuple
 def decide(run: PairsRun, policy: GpuPolicy) -> list[Finding]:
     """Slow nodes, slow links and failed pairs."""
     out = [
-        Finding(Kind.ALLREDUCE_FAILED, Severity.ERROR, f"{p.a} <-> {p.b}", "completes",
-                p.error, (p.a, p.b))
+        Finding(Kind.ALLREDUCE_FAILED, severity(Kind.ALLREDUCE_FAILED), f"{p.a} <-> {p.b}",
+                "completes", p.error, (p.a, p.b))
         for p in run.pairs if p.result is None
     ]  # fmt: skip
     slow = slow_pairs(run, policy)
@@ -113,14 +114,14 @@ def decide(run: PairsRun, policy: GpuPolicy) -> list[Finding]:
         if mine:
             best = max(f for p, f, _ in slow if id(p) in {id(q) for q in mine})
             out.append(
-                Finding(Kind.SLOW_NODE, Severity.ERROR, node, f">= {best:.3g} GB/s",
+                Finding(Kind.SLOW_NODE, severity(Kind.SLOW_NODE), node, f">= {best:.3g} GB/s",
                         _figures(mine, node), (node,))
             )  # fmt: skip
     for pair, need, why in slow:
         if pair.a in slow_nodes or pair.b in slow_nodes:
             continue  # that node's finding names it
         out.append(
-            Finding(Kind.SLOW_LINK, Severity.ERROR, f"{pair.a} <-> {pair.b}",
+            Finding(Kind.SLOW_LINK, severity(Kind.SLOW_LINK), f"{pair.a} <-> {pair.b}",
                     f">= {need:.3g} GB/s ({why})", f"{busbw(pair) or 0:.3g} GB/s",
                     (pair.a, pair.b))
         )  # fmt: skip

@@ -14,8 +14,9 @@ import os
 from dataclasses import dataclass, replace
 
 from envtool.judge.cuda import components, torch_build
-from envtool.judge.findings import Finding, Kind, Severity
+from envtool.judge.findings import Finding, Kind
 from envtool.judge.packages import by_key, effective
+from envtool.judge.rules import severity
 from envtool.models import Environment, Package
 from envtool.protocol.types import HostReport, NodeFacts, Runtime
 from envtool_node.runtime import cudnn_version
@@ -111,8 +112,8 @@ def against_lock(facts: NodeFacts, lock: Environment) -> list[Finding]:
         have = item.value or "(not loaded)"
         if item.value is None or not _same(item.subject, item.value, item.expected):
             out.append(
-                Finding(Kind.RUNTIME_DIFFERS, Severity.ERROR, item.subject, item.expected,
-                        have, reference=item.locked.identity())
+                Finding(Kind.RUNTIME_DIFFERS, severity(Kind.RUNTIME_DIFFERS), item.subject,
+                        item.expected, have, reference=item.locked.identity())
             )  # fmt: skip
     return out
 
@@ -151,7 +152,8 @@ def _library_cause(path: str, env: dict[str, str]) -> str:
 
 
 def _outside(subject: str, prefix: str, actual: str, cause: str) -> Finding:
-    return Finding(Kind.LOADED_OUTSIDE, Severity.ERROR, subject, prefix, actual, cause=cause)
+    kind = Kind.LOADED_OUTSIDE
+    return Finding(kind, severity(kind), subject, prefix, actual, cause=cause)
 
 
 def outside_prefix(facts: NodeFacts, prefix: str) -> list[Finding]:
@@ -182,7 +184,8 @@ def outside_prefix(facts: NodeFacts, prefix: str) -> list[Finding]:
                 out.append(_outside(subject, prefix, actual, _library_cause(lib.path, env)))
         if len(rt.mapped(kind)) > 1:
             paths = ", ".join(lib.path for lib in rt.mapped(kind))
-            out.append(Finding(Kind.LOADED_TWICE, Severity.ERROR, subject, "one copy", paths))
+            kind = Kind.LOADED_TWICE
+            out.append(Finding(kind, severity(kind), subject, "one copy", paths))
     return out
 
 

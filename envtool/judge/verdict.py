@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, replace
 
 from envtool.judge import consensus, consistency, critical, gpu, packages, runtime
-from envtool.judge.findings import Check, Finding, Kind, Severity, fold
+from envtool.judge.findings import Check, Finding, Kind, explain, fold
+from envtool.judge.rules import check_of, severity
 from envtool.models import Environment
 from envtool.protocol.types import Failure, HostReport, Outcome, PairsRun, Problem, ProblemKind
 
@@ -63,14 +64,16 @@ def _reachability(r: HostReport) -> list[Finding]:
         if (failure and failure.outcome is Outcome.ENV_MISSING) or (
             problem and problem.kind is ProblemKind.ENV_MISSING
         ):
-            kind, subject, actual = Kind.ENV_MISSING, "environment", item.prefix
+            # the node's words for what it looked for (a problem: the prefix it probed)
+            looked = item.prefix if failure else item.detail
+            kind, subject, actual = Kind.ENV_MISSING, "environment", looked
         elif failure:
             kind, subject, actual = Kind.UNREACHABLE, "host", ""
         else:
             assert problem is not None
             kind, subject, actual = Kind.PROBE_FAILED, problem.part, ""
         out.append(
-            Finding(kind, Severity.ERROR, subject, actual=actual, hosts=hosts,
+            Finding(kind, severity(kind), subject, actual=actual, hosts=hosts,
                     failure=failure, problem=problem)
         )  # fmt: skip
     return out
@@ -85,13 +88,13 @@ def _no_cluster_result(reports: list[HostReport], mode: str) -> list[Finding]:
         return []
     hosts = tuple(r.host for r in reports)
     return [
-        Finding(Kind.ALLREDUCE_FAILED, Severity.ERROR, "all-reduce", hosts=hosts,
+        Finding(Kind.ALLREDUCE_FAILED, severity(Kind.ALLREDUCE_FAILED), "all-reduce", hosts=hosts,
                 cause=gpu.CAUSE_NO_RANK0)
     ]  # fmt: skip
 
 
 def _package_key(f: Finding) -> str | None:
-    if f.kind.check is Check.LOCK:
+    if check_of(f.kind) is Check.LOCK:
         pkg = f.found or f.reference
         return pkg.key if pkg is not None else None
     if f.kind in (Kind.DIFFERS_FROM_MAJORITY, Kind.DIFFERS_BETWEEN_NODES):
@@ -154,9 +157,9 @@ def package_spread(envs: dict[str, Environment], lock: Environment | None) -> li
     out = []
     for key, per_host in sorted(labels.items()):
         values = {h: per_host.get(h, "absent") for h in envs}
-        severity = Severity.ERROR if critical.package(key) else Severity.WARNING
+        level = severity(Kind.DIFFERS_FROM_MAJORITY, ordinary=not critical.package(key))
         out += consensus.differences(
-            values, Kind.DIFFERS_FROM_MAJORITY, severity, key, Kind.DIFFERS_BETWEEN_NODES
+            values, Kind.DIFFERS_FROM_MAJORITY, level, key, Kind.DIFFERS_BETWEEN_NODES
         )
     return out
 
@@ -188,4 +191,4 @@ def decide(reports: list[HostReport], lock: Environment | None, policy: Policy) 
     for r in reports:
         found += runtime.check(r, lock)
     found += gpu.check(reports, policy.gpu) + _no_cluster_result(reports, policy.allreduce)
-    return fold(_one_cause(found))
+    return explain(fold(_one_cause(found)))

@@ -29,7 +29,7 @@ def _marker(stderr: str, kind: str) -> str:
         if word == schemas.MARKER:
             found, _, arg = rest.partition(" ")
             if found == kind:
-                return arg.strip()[:500]
+                return arg.strip()[:1000]
     return ""
 
 

@@ -7,6 +7,7 @@ as console markup.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from collections.abc import Sequence
@@ -50,21 +51,29 @@ def _grid(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> 
     return grid
 
 
+def width() -> int:
+    """The report's width: ``COLUMNS``, else the terminal's, else 100 (a file, a pipe, CI)."""
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
+
+
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    """A table on stdout, wide enough not to cut the first columns."""
+    """A table on stdout, as wide as the terminal and never wider (cells fold)."""
     from rich.console import Console
 
-    Console(width=max(160, shutil.get_terminal_size().columns)).print(_grid(title, columns, rows))
+    Console(width=width()).print(_grid(title, columns, rows))
 
 
-def table_text(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """The same table as plain text (no colour), for a file."""
+def table_text(
+    title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], columns_wide: int = 0
+) -> str:
+    """The same table as plain text (no colour), for a file: ``columns_wide`` or 100 wide."""
     import io
 
     from rich.console import Console
 
     out = io.StringIO()
-    Console(file=out, width=160, color_system=None).print(_grid(title, columns, rows))
+    grid = _grid(title, columns, rows)
+    Console(file=out, width=columns_wide or 100, color_system=None).print(grid)
     return out.getvalue()
 
 
@@ -84,14 +93,15 @@ class _Live:
 
 
 class Progress(_Live):
-    """A progress bar on stderr while hosts answer; silent when stderr is not a terminal."""
+    """A progress bar on stderr while hosts answer: only on a terminal, and never in CI or
+    when the report is JSON/JUnit (``quiet``)."""
 
-    def __init__(self, total: int) -> None:
-        if sys.stderr.isatty() and total > 1:
+    def __init__(self, total: int, quiet: bool = False) -> None:
+        if sys.stderr.isatty() and not quiet and not os.environ.get("CI"):
             from rich.progress import Progress as RichProgress
 
             self._live = RichProgress(transient=True)
-            self._task = self._live.add_task("probing hosts", total=total)
+            self._task = self._live.add_task("waiting for the hosts", total=total)
 
     def done(self, _: object) -> None:
         """One host answered."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from envtool.judge.findings import Check, Kind
+from envtool.judge.rules import check_of
 from envtool.protocol.verify_report import VerifyDocument
 
 
@@ -17,7 +18,9 @@ def render(doc: VerifyDocument) -> str:
             case = ET.SubElement(
                 suite, "testcase", classname=host.host, name=check.value, time=f"{host.seconds:.3f}"
             )
-            mine = [f for f in doc.findings if host.host in f.hosts and Kind(f.kind).check is check]
+            mine = [
+                f for f in doc.findings if host.host in f.hosts and check_of(Kind(f.kind)) is check
+            ]
             for f in (f for f in mine if f.severity == "error"):
                 failures += 1
                 failure = ET.SubElement(

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from envtool.judge import gpu, runtime
 from envtool.judge.consensus import NO_MAJORITY
 from envtool.judge.findings import Check, Finding, Kind
+from envtool.judge.rules import RULES, check_of
 from envtool.models import Package
 from envtool.protocol.types import Failure, Outcome, Problem, ProblemKind
 
@@ -22,31 +23,6 @@ _FAILURE = {
     Outcome.NO_PYTHON: "no python",
     Outcome.ENV_MISSING: "no environment",
 }
-_FIX = {
-    Kind.PIP_SHADOWING: "pip uninstall {subject}",
-    Kind.DIFFERS_FROM_MAJORITY: "make {subject} match the other nodes",
-    Kind.DIFFERS_BETWEEN_NODES: "make {subject} the same on every node (or pin it in the lock)",
-    Kind.VERSION_MISMATCH: "make {subject} match the other nodes",
-    Kind.GPU_COUNT_DIFFERS: "make {subject} match the other nodes",
-    Kind.NCCL_ENV_DIFFERS: "make {subject} match the other nodes",
-    Kind.CUDA_UNAVAILABLE: "see docs: CUDA not available (driver, CUDA_VISIBLE_DEVICES, build)",
-    Kind.TOO_FEW_GPUS: "check CUDA_VISIBLE_DEVICES and nvidia-smi",
-    Kind.DRIVER_TOO_OLD: "upgrade the NVIDIA driver",
-    Kind.DRIVER_MINOR_COMPAT: (
-        "works through minor-version compatibility; upgrade for full support"
-    ),
-    Kind.ALLREDUCE_FAILED: "see docs: blocked MASTER_PORT, wrong interface (NCCL_SOCKET_IFNAME)",
-    Kind.ALLREDUCE_WRONG: "results are corrupted: check GPUs, NCCL version and P2P",
-    Kind.BUSBW_LOW: "check NVLink/IB, NCCL_* variables",
-    Kind.SLOW_NODE: "check that node's NIC, cable and switch port (ethtool, ibstat), and its "
-    "NCCL_* variables",
-    Kind.SLOW_LINK: "check the path between those two nodes: cables, switch ports, routes",
-    Kind.UNREACHABLE: "check ssh access, the node and --timeout",
-    Kind.PROBE_FAILED: "run the probe on the node by hand (envtool probe)",
-    Kind.ENV_MISSING: (
-        "envtool install --lockfile conda-lock.yml --prefix PREFIX on the node (or pass --prefix)"
-    ),
-}
 
 
 def failure_text(failure: Failure) -> str:
@@ -58,6 +34,8 @@ def failure_text(failure: Failure) -> str:
         Outcome.OVERSIZED,
     ):
         return failure.detail
+    if failure.outcome is Outcome.ENV_MISSING and failure.prefix:
+        return failure.prefix  # what the node looked for, in its own words
     label = _FAILURE.get(failure.outcome, f"exited {failure.returncode}")
     return f"{label}: {failure.detail}"
 
@@ -193,10 +171,10 @@ def _runtime_words(f: Finding) -> Words:
 
 def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Words:
     """The expected/actual columns and the fix line of ``f``; ``nodeset`` folds host lists."""
-    fix = _FIX.get(f.kind, "").format(subject=f.subject)
-    if f.kind.check is Check.RUNTIME:
+    fix = RULES[f.kind].fix.format(subject=f.subject)
+    if check_of(f.kind) is Check.RUNTIME:
         return _runtime_words(f)
-    if f.kind.check is Check.CONSISTENCY:
+    if check_of(f.kind) is Check.CONSISTENCY:
         return _consistency_words(f)
     if f.kind is Kind.ARTIFACT_DIFFERS:
         return _artifact_words(f)
@@ -210,7 +188,7 @@ def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Wor
             fix = "see what the node prints (envtool probe on it), or raise --max-output"
         return Words("answers", failure_text(f.failure), fix)
     if f.kind is Kind.ENV_MISSING:
-        return Words("the locked conda environment", f"none at {f.actual}", fix)
+        return Words("the locked conda environment", f.actual, fix)
     if f.kind is Kind.PROBE_FAILED and f.problem is not None:
         return Words("a valid result", problem_text(f.problem), fix)
     if f.kind is Kind.ALLREDUCE_FAILED and f.cause == gpu.CAUSE_NO_RANK0:

@@ -3,6 +3,7 @@ table, written as JSON (protocol/verify_report.py) or as JUnit (report/junit.py)
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,8 +16,10 @@ from envtool.judge.verdict import Verdict
 from envtool.protocol import verify_report as vr
 from envtool.protocol.types import HostReport, Runtime
 from envtool.report import console, junit
+from envtool.report import verdict_text as text
 from envtool.report.labels import failure_text, folded_text, problem_text, words
 from envtool.report.text import visible, visible_all
+from envtool.report.verdict_text import plural
 
 
 def nodeset(hosts: Sequence[str]) -> str:
@@ -119,13 +122,13 @@ def _summary(verdict: Verdict) -> str:
     answered = sum(1 for r in verdict.reports if r.ok)
     run = verdict.pairs
     pairs = (
-        f"; {len(run.pairs)} pairs in {run.rounds} rounds ({run.seconds:.1f} s)"
+        f"; {plural(len(run.pairs), 'pair')} in {plural(run.rounds, 'round')} ({run.seconds:.1f} s)"
         if run is not None
         else ""
     )
     return (
-        f"{len(verdict.reports)} hosts, {answered} answered, {len(verdict.findings)} findings "
-        f"in {verdict.seconds:.1f} s{pairs}"
+        f"{plural(len(verdict.reports), 'host')}, {answered} answered, "
+        f"{plural(len(verdict.findings), 'finding')} in {verdict.seconds:.1f} s{pairs}"
     )
 
 
@@ -170,46 +173,59 @@ def _pairs_table(verdict: Verdict) -> tuple[str, list[str], list[list[str]]] | N
     return "all-reduce pairs", ["pair", "round", "busbw GB/s", "error", "seconds"], rows
 
 
-def _table(
-    verdict: Verdict, summary: str, show_all: bool
-) -> tuple[tuple[str, list[str], list[list[str]]], str]:
-    """The table (what decides a DDP run first) and the line counting what it folded."""
-    shown, folded = critical.split(verdict.findings, show_all)
+def _grid(verdict: Verdict, shown: list[Finding], width: int) -> str:
     rows = []
     for f in shown:
         e = finding_entry(f)
         rows.append([nodeset(e.hosts), e.severity, e.kind, e.subject, e.expected, e.actual, e.hint])
     columns = ["hosts", "severity", "kind", "subject", "expected", "actual", "fix"]
-    return (summary, columns, rows), (folded_text(folded) if folded else "")
+    return console.table_text(_summary(verdict), columns, rows, width)
 
 
-def show(verdict: Verdict, fmt: str, output: Path | None, show_all: bool = False) -> None:
-    """The verify report: a folded table (``show_all``: every finding listed), JSON or JUnit,
-    to stdout or ``output``."""
-    summary = _summary(verdict)
-    if fmt == "table" and output is None:
-        if verdict.findings:
-            table, more = _table(verdict, summary, show_all)
-            console.table(*table)
-            if more:
-                click.echo(more)
-        else:
-            click.echo(f"all good: {summary}\n{_compared(verdict)}")
-        pairs = _pairs_table(verdict)
-        if pairs is not None:
-            console.table(*pairs)
-        return
+def render(verdict: Verdict, show_all: bool = False, wide: bool = False, width: int = 100) -> str:
+    """The report as text: a summary line, the findings (blocks, or ``wide``: the full grid),
+    the all-reduce figures and the verdict line, no line wider than ``width`` (but ``wide``)."""
+    shown, folded = critical.split(verdict.findings, show_all)
+    entries = [finding_entry(f) for f in verdict.findings]
+    lines = [text.summary_line(verdict, entries), _summary(verdict)]
+    if wide and shown:
+        lines += ["", _grid(verdict, shown, width).rstrip("\n")]
+    else:
+        for f in shown:
+            lines += ["", *text.finding_block(finding_entry(f), f.follows, nodeset, width)]
+    if folded:
+        lines += ["", *textwrap.wrap(folded_text(folded), width, break_on_hyphens=False)]
+    figures = text.allreduce_lines(verdict, width)
+    pairs = _pairs_table(verdict)
+    lines += ["", *figures] if figures else []
+    if pairs is not None:
+        lines += ["", console.table_text(*pairs, width).rstrip("\n")]
+    compared = _compared(verdict).replace("\n", "; ")
+    verdict_line = text.verdict_line(verdict, entries, compared, nodeset)
+    lines += [
+        "",
+        *textwrap.wrap(verdict_line, width, subsequent_indent="  ", break_on_hyphens=False),
+    ]
+    joined = "\n".join(lines)
+    return "".join(visible(line) + "\n" for line in joined.split("\n"))  # node text stays text
+
+
+def show(
+    verdict: Verdict,
+    fmt: str,
+    output: Path | None,
+    show_all: bool = False,
+    wide: bool = False,
+) -> None:
+    """The verify report: text (``show_all``: every finding listed; ``wide``: the full grid),
+    JSON or JUnit, to stdout or ``output``."""
     if fmt == "table":
-        text = ""
-        if verdict.findings:
-            table, more = _table(verdict, summary, show_all)
-            text = console.table_text(*table) + (f"{more}\n" if more else "")
-        text = text or f"all good: {summary}\n{_compared(verdict)}\n"
+        report = render(verdict, show_all, wide, console.width() if output is None else 100)
     else:
         doc = document(verdict)
-        text = vr.dumps(doc) if fmt == "json" else junit.render(doc)
+        report = vr.dumps(doc) if fmt == "json" else junit.render(doc)
     if output is not None:
-        yamlio.write_atomic(output, text)
-        click.echo(f"{summary}; wrote {output}", err=True)
+        yamlio.write_atomic(output, report)
+        click.echo(f"{_summary(verdict)}; wrote {output}", err=True)
     else:
-        click.echo(text, nl=False)
+        click.echo(report, nl=False)

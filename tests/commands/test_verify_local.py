@@ -24,7 +24,9 @@ def test_a_prefix_that_does_not_exist_is_env_missing(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 1, err
     findings = json.loads(out)["findings"]
-    assert [(f["kind"], f["actual"]) for f in findings] == [("env-missing", f"none at {where}")]
+    assert [(f["kind"], f["actual"]) for f in findings] == [
+        ("env-missing", f"no bin/python in {where}")
+    ]
     assert "envtool install" in findings[0]["hint"]
 
 

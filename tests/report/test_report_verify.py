@@ -61,8 +61,10 @@ def test_all_good_says_what_it_compared(capsys) -> None:  # type: ignore[no-unty
     loaded = NodeFacts(python="3.9.18", runtime=Runtime(executable="/e/bin/python"))
     rs = (HostReport("a", facts=loaded), HostReport("b", facts=FACTS))
     report.show(verdict.Verdict(rs, (), "conda-lock.yml", 1.0), "table", None)
-    out = capsys.readouterr().out
-    assert out.startswith("all good: 2 hosts")
+    out = capsys.readouterr().out.replace("\n  ", " ")  # lines folded to the width, unfolded
+    assert out.startswith("2 hosts pass\n2 hosts, 2 answered, 0 findings")
+    last = out.split("\n\n")[-1].replace("\n  ", " ")  # the verdict line, folded to the width
+    assert last.startswith("all good: compared against the lock") and "all-reduce: none" in last
     assert "against the lock and each other: package records and their hashes" in out
     assert "what each python loads" in out and "no runtime from 1 host(s)" in out
     assert "all-reduce: none run (--allreduce off)" in out

@@ -1,0 +1,310 @@
+"""Every kind of finding in one table: its check, when it is an error or a warning, what it
+explains away, its fix line and its docs row (docs/findings.md is generated from it by
+``python -m envtool.report.findings_doc``; a test keeps them equal).
+
+``severity`` is the one function for a kind's exceptions (an ordinary package, ``--min-gpus 0``);
+findings.explain applies the table's ``explains`` column: one cause, one finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envtool.judge.kinds import Check, Kind, Severity
+
+EVERYTHING = frozenset(Kind)  # "explains": every other finding on its hosts
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One kind: its check, its severity (``lenient``: for an ordinary package, or when the
+    check is not asked for), its cause, the fix line reports print ("": made per finding in
+    report/labels.py), the docs' fix, and the kinds it explains away on the same hosts."""
+
+    check: Check
+    severity: Severity
+    lenient: Severity | None
+    cause: str
+    fix: str
+    docs_fix: str
+    explains: frozenset[Kind] = frozenset()
+
+    @property
+    def when(self) -> str:
+        """The docs' words for its severity."""
+        if self.lenient is Severity.WARNING:
+            return "error for what decides a DDP run, else warning"
+        if self.lenient is Severity.INFO:
+            return "error (info with `--min-gpus 0`)"
+        return self.severity.value
+
+
+# Each entry: check, severity, lenient; cause; fix line; docs' fix; what it explains away.
+# fmt: off
+RULES: dict[Kind, Rule] = {
+    Kind.MISSING: Rule(
+        Check.LOCK, Severity.ERROR, None,
+        "a locked package is not installed on the node",
+        "",
+        "`envtool install --lockfile conda-lock.yml --prefix PREFIX` on the node",
+    ),
+    Kind.EXTRA: Rule(
+        Check.LOCK, Severity.WARNING, None,
+        "installed on the node, not in the lock",
+        "",
+        "remove it, or add it to `environment.yml` and re-lock",
+    ),
+    Kind.VERSION_DIFFERS: Rule(
+        Check.LOCK, Severity.ERROR, Severity.WARNING,
+        "another version than the lock's",
+        "",
+        "re-install from the lock",
+    ),
+    Kind.BUILD_DIFFERS: Rule(
+        Check.LOCK, Severity.ERROR, Severity.WARNING,
+        "same version, another build — typically `cpu_*` instead of `cuda118_*` pytorch (a solve "
+        "without `__cuda`, or a pip wheel)",
+        "",
+        "re-install from the lock; check the node's `CONDA_OVERRIDE_CUDA`",
+    ),
+    Kind.CHANNEL_DIFFERS: Rule(
+        Check.LOCK, Severity.WARNING, None,
+        "the same package from another channel (a mirror, `defaults`)",
+        "",
+        "install from the lock's channel",
+    ),
+    Kind.MANAGER_DIFFERS: Rule(
+        Check.LOCK, Severity.ERROR, Severity.WARNING,
+        "conda on one side, pip on the other",
+        "",
+        "install it with the lock's manager",
+    ),
+    Kind.PIP_SHADOWING: Rule(
+        Check.LOCK, Severity.ERROR, Severity.WARNING,
+        "a pip distribution over the conda one (`pip install torch` over conda `pytorch`): "
+        "`import torch` gets pip's",
+        "pip uninstall {subject}",
+        "`pip uninstall torch`",
+    ),
+    Kind.ARTIFACT_DIFFERS: Rule(
+        Check.LOCK, Severity.ERROR, None,
+        "the lock's name, version and build, but another file: its sha256 (md5 when that is all "
+        "both sides carry) is not the lock's — a rebuilt or re-uploaded package, a mirror serving "
+        "another file, a local build. Pip distributions are compared where pip recorded the "
+        "file's hash (`direct_url.json`, as `envtool install` leaves it); one installed from an "
+        "index carries none and is not compared",
+        "",
+        "reinstall it from the lock's URL (`envtool install`)",
+    ),
+    Kind.DIFFERS_FROM_MAJORITY: Rule(
+        Check.MAJORITY, Severity.ERROR, Severity.WARNING,
+        "where the lock is silent: a node unlike the majority (more than half of the nodes agree)",
+        "make {subject} match the other nodes",
+        "make it match the others",
+    ),
+    Kind.DIFFERS_BETWEEN_NODES: Rule(
+        Check.MAJORITY, Severity.ERROR, Severity.WARNING,
+        "where the lock is silent and no majority exists (two nodes that differ, a 2–2 split): "
+        "one finding lists each value with its nodes",
+        "make {subject} the same on every node (or pin it in the lock)",
+        "make it the same everywhere, or pin it in `environment.yml`",
+    ),
+    Kind.VERSION_MISMATCH: Rule(
+        Check.MAJORITY, Severity.ERROR, None,
+        "torch, torch's CUDA, cuDNN, NCCL or Python (as the node's python reports them), or the "
+        "NCCL network plugins it would load (`libnccl-net*.so` on `LD_LIBRARY_PATH`, "
+        "`NCCL_NET_PLUGIN`), unlike the other nodes; not reported for a node whose package or "
+        "runtime finding already explains it (one cause, one finding); without a majority, one "
+        "finding lists each value",
+        "make {subject} match the other nodes",
+        "re-install the node from the lock; install or remove the plugin on every node alike",
+    ),
+    Kind.GPU_COUNT_DIFFERS: Rule(
+        Check.MAJORITY, Severity.WARNING, None,
+        "fewer/more GPUs than the other nodes",
+        "make {subject} match the other nodes",
+        "check `CUDA_VISIBLE_DEVICES`, `nvidia-smi`",
+    ),
+    Kind.NCCL_ENV_DIFFERS: Rule(
+        Check.MAJORITY, Severity.WARNING, None,
+        "an `NCCL_*` variable differs across nodes (`NCCL_SOCKET_IFNAME`, `NCCL_IB_HCA`, ...)",
+        "make {subject} match the other nodes",
+        "set it the same everywhere",
+    ),
+    Kind.CUDA_UNAVAILABLE: Rule(
+        Check.GPU, Severity.ERROR, Severity.INFO,
+        "`torch.cuda.is_available()` is false; the notes say why (no driver, CPU-only build, "
+        "driver too old)",
+        "see docs: CUDA not available (driver, CUDA_VISIBLE_DEVICES, build)",
+        "see troubleshooting",
+        frozenset({Kind.GPU_COUNT_DIFFERS, Kind.TOO_FEW_GPUS}),
+    ),
+    Kind.TOO_FEW_GPUS: Rule(
+        Check.GPU, Severity.ERROR, None,
+        "fewer GPUs than `--min-gpus`",
+        "check CUDA_VISIBLE_DEVICES and nvidia-smi",
+        "as above",
+    ),
+    Kind.DRIVER_TOO_OLD: Rule(
+        Check.GPU, Severity.ERROR, None,
+        "driver below the minimum of the locked CUDA (11.8: 450.80.02)",
+        "upgrade the NVIDIA driver",
+        "upgrade the NVIDIA driver",
+    ),
+    Kind.DRIVER_MINOR_COMPAT: Rule(
+        Check.GPU, Severity.WARNING, None,
+        "driver between the minimum and full support (11.8: 520.61.05)",
+        "works through minor-version compatibility; upgrade for full support",
+        "works with limited features; upgrade for full support",
+    ),
+    Kind.ALLREDUCE_FAILED: Rule(
+        Check.ALLREDUCE, Severity.ERROR, None,
+        "the all-reduce did not complete: rendezvous unreachable, port blocked, NCCL error, "
+        "deadline",
+        "see docs: blocked MASTER_PORT, wrong interface (NCCL_SOCKET_IFNAME)",
+        "check `MASTER_PORT`/rendezvous port, firewall, `NCCL_SOCKET_IFNAME`",
+    ),
+    Kind.ALLREDUCE_WRONG: Rule(
+        Check.ALLREDUCE, Severity.ERROR, None,
+        "the all-reduce returned wrong elements (`#wrong` > 0)",
+        "results are corrupted: check GPUs, NCCL version and P2P",
+        "check GPUs, NCCL versions, `NCCL_P2P_DISABLE`",
+    ),
+    Kind.BUSBW_LOW: Rule(
+        Check.ALLREDUCE, Severity.ERROR, None,
+        "busbw below `--min-busbw` or more than `--tolerance` below `--baseline`",
+        "check NVLink/IB, NCCL_* variables",
+        "check NVLink/InfiniBand, `NCCL_*` variables, topology",
+    ),
+    Kind.SLOW_NODE: Rule(
+        Check.ALLREDUCE, Severity.ERROR, None,
+        "`--allreduce pairs`: every pair this node is part of is slow (below a third of the other "
+        "pairs' median busbw, `--min-busbw`, or the `--baseline` tolerance); the finding lists "
+        "its pairs' figures",
+        "check that node's NIC, cable and switch port (ethtool, ibstat), and its NCCL_* variables",
+        "check that node's NIC, cable, switch port (`ethtool`, `ibstat`) and its `NCCL_*` "
+        "variables",
+    ),
+    Kind.SLOW_LINK: Rule(
+        Check.ALLREDUCE, Severity.ERROR, None,
+        "`--allreduce pairs`: one pair is slow while neither of its nodes is: the path between "
+        "those two",
+        "check the path between those two nodes: cables, switch ports, routes",
+        "check the cables, switch ports and routes between them",
+    ),
+    Kind.UNREACHABLE: Rule(
+        Check.REACHABLE, Severity.ERROR, None,
+        "ssh failed, timed out, or the node could not run the bundle (no temp dir, a refused "
+        "`--bundle-dir`, no python), or it printed more than `--max-output` and was stopped; a "
+        "host's own name in the message reads `<host>`, so identical failures fold",
+        "check ssh access, the node and --timeout",
+        "check ssh access and `--timeout`; the message says which",
+        EVERYTHING,
+    ),
+    Kind.PROBE_FAILED: Rule(
+        Check.REACHABLE, Severity.ERROR, None,
+        "the node answered, but a part of its answer failed or was garbage (not JSON, a NaN or an "
+        "integer too large to be a measurement, a wrong type), or, on Slurm, its answer names "
+        "another node or came twice",
+        "run the probe on the node by hand (envtool probe)",
+        "run `envtool probe` on the node by hand",
+    ),
+    Kind.ENV_MISSING: Rule(
+        Check.REACHABLE, Severity.ERROR, None,
+        "no conda environment where envtool looked: with `--prefix`, that prefix has no "
+        "`bin/python` (or no `conda-meta/`); else no environment of the lock's name (its "
+        "`environment.yml`'s `name`) in conda's env dirs nor at `$CONDA_PREFIX`. The finding "
+        "lists what was searched; no other python is probed in its place",
+        "envtool install --lockfile conda-lock.yml --prefix PREFIX on the node (or pass --prefix)",
+        "`envtool install ... --prefix PREFIX` on the node, or pass `--prefix`",
+        EVERYTHING,
+    ),
+    Kind.RUNTIME_DIFFERS: Rule(
+        Check.RUNTIME, Severity.ERROR, None,
+        "what the environment's python really runs is not what the lock pins: the interpreter's "
+        "version vs the locked `python`; `torch.__version__` vs the locked `pytorch`/pip `torch`; "
+        "`torch.version.cuda` vs the CUDA the locked build names (`cuda118_*` → 11.8, `+cu121` → "
+        "12.1, `cpu_*` → none); the NCCL library mapped into the process (its own "
+        "`ncclGetVersion`) vs the locked `nccl` or `nvidia-nccl-cuXX`; cuDNN vs the locked "
+        "`cudnn`. Not reported where a package finding on that node already explains it, or where "
+        "the file came from outside the prefix (that finding says why)",
+        "",
+        "install the locked environment (`envtool install`) and run its own `bin/python`",
+    ),
+    Kind.LOADED_OUTSIDE: Rule(
+        Check.RUNTIME, Severity.ERROR, None,
+        "the interpreter (its `sys.prefix`), torch, or a NCCL/CUDA runtime/cuDNN library was "
+        "loaded from outside the probed prefix; the finding names the file, its version and what "
+        "put it there: another interpreter, `PYTHONPATH`, the user site (`~/.local`), another "
+        "`sys.path` entry (a `.pth` file), `LD_PRELOAD`, `LD_LIBRARY_PATH`, or the loader itself "
+        "(RPATH, `ld.so.conf`, system folders). A library beside a linked torch (the prefix's "
+        "`torch` a symlink) counts as the prefix's",
+        "",
+        "`unset PYTHONPATH`; `export PYTHONNOUSERSITE=1` or `pip uninstall --user torch`; remove "
+        "the `.pth` entry; `unset LD_PRELOAD`; drop the folder from `LD_LIBRARY_PATH`",
+    ),
+    Kind.LOADED_TWICE: Rule(
+        Check.RUNTIME, Severity.ERROR, None,
+        "two copies of one library (NCCL) mapped into one process, e.g. `LD_PRELOAD` beside the "
+        "one torch links: the first wins symbol lookup",
+        "",
+        "`unset LD_PRELOAD`, or drop the other copy's folder from `LD_LIBRARY_PATH`",
+    ),
+    Kind.TWO_TORCHES: Rule(
+        Check.CONSISTENCY, Severity.ERROR, None,
+        "conda's `pytorch` and pip's `torch` in one environment (`envtool check`; in verify the "
+        "lock's `pip-shadowing` says it when the lock has the conda one)",
+        "",
+        "`pip uninstall torch`, or drop pytorch from conda",
+    ),
+    Kind.CUDA_MIXED: Rule(
+        Check.CONSISTENCY, Severity.ERROR, None,
+        "packages naming two CUDA majors in one environment: `cudatoolkit`, `cuda-version`, the "
+        "split `cuda-*` packages, `pytorch-cuda`, the torch build (`cuda118_*`, `+cu121`), "
+        "`nvidia-*-cuXX` wheels; one process cannot load libraries of both",
+        "",
+        "keep one major: re-lock, remove the other major's packages or wheels",
+    ),
+    Kind.CUDA_VERSION_MISMATCH: Rule(
+        Check.CONSISTENCY, Severity.ERROR, None,
+        "`cuda-version` X.Y beside CUDA runtime packages of another minor of that major "
+        "(`cuda-version 12.9` with `cuda-runtime 12.4.1`): a mix conda would not solve",
+        "",
+        "install the CUDA packages of that `cuda-version`, or re-lock",
+    ),
+    Kind.TWO_NCCLS: Rule(
+        Check.CONSISTENCY, Severity.ERROR, None,
+        "conda's `nccl` and a `nvidia-nccl-cuXX` wheel (or two wheels): which one a rank loads "
+        "depends on load order",
+        "",
+        "keep the one torch needs",
+    ),
+    Kind.CUDA_STACKS_MIXED: Rule(
+        Check.CONSISTENCY, Severity.ERROR, None,
+        "conda-forge's pytorch/CUDA packages beside the pytorch channel's `pytorch-cuda` / "
+        "`pytorch-mutex` / nvidia-channel `cuda-*` (needs channels: locks and prefixes carry "
+        "them, exports do not)",
+        "",
+        "install pytorch and CUDA from one channel",
+    ),
+    Kind.OTHER_PYTHON: Rule(
+        Check.CONSISTENCY, Severity.ERROR, None,
+        "conda packages whose build names another Python than the environment's (`py38` in a 3.9 "
+        "environment, `py3.8_cuda...`, `cp38`)",
+        "",
+        "re-install them for the environment's Python (re-lock)",
+    ),
+}
+# fmt: on
+
+
+def check_of(kind: Kind) -> Check:
+    """The check a kind belongs to (a JUnit testcase per host and check)."""
+    return RULES[kind].check
+
+
+def severity(kind: Kind, ordinary: bool = False) -> Severity:
+    """A kind's severity; ``ordinary``: about a package that does not decide a DDP run, or a
+    check that was not asked for (``--min-gpus 0``)."""
+    rule = RULES[kind]
+    return rule.lenient if ordinary and rule.lenient is not None else rule.severity

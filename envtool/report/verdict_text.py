@@ -1,0 +1,112 @@
+"""The verify report as people read it, at any width: a summary line first, one block per
+finding (``hosts · kind · subject`` with expected, found and fix under it), the per-node
+all-reduce figures, and a verdict line that names the next step. ``--wide``: the full grid."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable, Sequence
+
+from envtool.judge.findings import Severity
+from envtool.judge.verdict import Verdict
+from envtool.protocol import verify_report as vr
+
+Nodeset = Callable[[Sequence[str]], str]
+_SHOWN_HOSTS = 5  # hosts named in the summary line before "and N more"
+
+
+def plural(n: int, word: str, many: str = "") -> str:
+    """``1 host``, ``2 hosts`` (``many``: an irregular plural)."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def short(e: vr.FindingEntry) -> str:
+    """A finding in a few words for the summary: ``nccl 2.16 vs 2.18``, ``no environment``."""
+    if e.kind == "env-missing":
+        return "no environment"
+    if e.kind == "unreachable":
+        return "unreachable"
+    if e.expected and e.actual and len(e.expected) + len(e.actual) <= 40:
+        return f"{e.subject} {e.actual} vs {e.expected}"
+    return f"{e.kind} {e.subject}"
+
+
+def _first_error(entries: Sequence[vr.FindingEntry], host: str) -> vr.FindingEntry | None:
+    return next((e for e in entries if e.severity == "error" and host in e.hosts), None)
+
+
+def summary_line(verdict: Verdict, entries: Sequence[vr.FindingEntry]) -> str:
+    """``2 of 16 hosts fail: node3 (nccl 2.16 vs 2.18), node7 (no environment)``."""
+    hosts = [r.host for r in verdict.reports]
+    failing = [(h, e) for h in hosts if (e := _first_error(entries, h)) is not None]
+    if not failing:
+        warnings = sum(1 for e in entries if e.severity == "warning")
+        tail = f" with {plural(warnings, 'warning')}" if warnings else ""
+        return f"{plural(len(hosts), 'host')} pass{'es' if len(hosts) == 1 else ''}{tail}"
+    named = ", ".join(f"{h} ({short(e)})" for h, e in failing[:_SHOWN_HOSTS])
+    more = len(failing) - _SHOWN_HOSTS
+    rest = f", and {more} more" if more > 0 else ""
+    verb = "fails" if len(failing) == 1 else "fail"
+    return f"{len(failing)} of {plural(len(hosts), 'host')} {verb}: {named}{rest}"
+
+
+def _wrap(label: str, text: str, width: int) -> list[str]:
+    indent = " " * 4 + f"{label:<9} "
+    lines = textwrap.wrap(
+        text, width, initial_indent=indent, subsequent_indent=" " * len(indent),
+        break_on_hyphens=False,
+    )  # fmt: skip
+    return lines or [indent.rstrip()]
+
+
+def finding_block(e: vr.FindingEntry, follows: int, nodeset: Nodeset, width: int) -> list[str]:
+    """One finding: its head line, then expected / found / fix, folded to ``width``."""
+    head = f"{e.severity.upper():<7} {nodeset(e.hosts) or '-'} · {e.kind} · {e.subject}"
+    lines = textwrap.wrap(head, width, subsequent_indent=" " * 8, break_on_hyphens=False)
+    for label, text in (("expected", e.expected), ("found", e.actual), ("fix", e.hint)):
+        if text:
+            lines += _wrap(label, text, width)
+    if follows:
+        lines += _wrap(
+            "", f"{plural(follows, 'more finding')} follow from this (not listed)", width
+        )
+    return lines
+
+
+def allreduce_lines(verdict: Verdict, width: int) -> list[str]:
+    """Each node's all-reduce figure (rank 0's node for a run across the hosts)."""
+    lines = []
+    for r in verdict.reports:
+        ar = r.allreduce
+        if ar is None or ar.member:
+            continue
+        if ar.error:
+            figure = f"failed: {ar.error}"
+        elif ar.peak_busbw is None:
+            figure = "no rows"
+        else:
+            figure = (
+                f"peak busbw {ar.peak_busbw:.3g} GB/s ({ar.backend}, {plural(ar.nranks, 'rank')})"
+            )
+        lines += textwrap.wrap(f"{r.host}: {figure}", width, initial_indent="  ",
+                               subsequent_indent="    ")  # fmt: skip
+    return ["all-reduce:", *lines] if lines else []
+
+
+def verdict_line(
+    verdict: Verdict, entries: Sequence[vr.FindingEntry], compared: str, nodeset: Nodeset
+) -> str:
+    """``FAIL: <hosts>: <what>: <fix>`` or ``all good: <what was compared>; <notes>``."""
+    errors = [e for e in entries if e.severity == Severity.ERROR.value]
+    if errors:
+        first = errors[0]
+        more = f" (and {plural(len(errors) - 1, 'more error')})" if len(errors) > 1 else ""
+        fix = f": {first.hint}" if first.hint else ""
+        return f"FAIL: {nodeset(first.hosts) or 'the run'}: {short(first)}{more}{fix}"
+    warnings = sum(1 for e in entries if e.severity == Severity.WARNING.value)
+    notes = sum(1 for e in entries if e.severity == Severity.INFO.value)
+    extra = [plural(warnings, "warning")] if warnings else []
+    extra += [plural(notes, "note")] if notes else []
+    head = "passed with " + " and ".join(extra) if warnings else "all good"
+    tail = f"; {plural(notes, 'note')}" if notes and not warnings else ""
+    return f"{head}: {compared}{tail}"
