@@ -33,6 +33,10 @@ def remote_command(script: str) -> str:
     return f"exec sh -c {quote(script)}"
 
 
+_NO_PYTHON_IN = '"no bin/python in ${py%/bin/python}"'  # --prefix: what was looked at
+_LOOKED = '"$m"'  # an env name: where it was looked for (set by the search)
+
+
 def _missing(looked_for: str) -> str:
     """sh that says no environment was found (what was looked for, as the node expanded it:
     a marker line envtool reads, then a line for people) and exits."""
@@ -50,7 +54,7 @@ def _python_choice(options: FanoutOptions) -> str:
     if options.prefix:
         parts = (options.prefix.rstrip("/") + "/bin/python").split("{node}")
         chosen = "py=" + NODE_VAR.join(quote(p) for p in parts)
-        return f'{chosen}; [ -x "$py" ] || {_missing(chr(34) + "no bin/python in ${py%/bin/python}" + chr(34))}'
+        return f'{chosen}; [ -x "$py" ] || {_missing(_NO_PYTHON_IN)}'
     conda = '"${CONDA_PREFIX:-/nonexistent}/bin/python"'
     first = 'py=; for c in {}; do if [ -x "$c" ]; then py=$c; break; fi; done; '
     if not options.env_name:
@@ -68,9 +72,7 @@ def _python_choice(options: FanoutOptions) -> str:
         'm="$m (\\$CONDA_PREFIX is unset)"; '
     )
     loop = " ".join([*(f'"{d}/"{name}"/bin/python"' for d in ENV_DIRS), conda])
-    return (
-        first.format(loop) + f'[ -n "$py" ] || {{ {looked}{_missing(chr(34) + "$m" + chr(34))}; }}'
-    )
+    return first.format(loop) + f'[ -n "$py" ] || {{ {looked}{_missing(_LOOKED)}; }}'
 
 
 # Cleanup on every exit: stop the watchdog, stop the probe if it still runs (the script was
