@@ -12,9 +12,7 @@ import contextlib
 import gzip
 import hashlib
 import io
-import os
 import shutil
-import sys
 import tarfile
 from collections.abc import Iterator, Sequence
 from functools import cache
@@ -93,10 +91,11 @@ def staged() -> Iterator[Path]:
 
 
 def python_for(prefix: Path | None) -> str:
-    """The interpreter of a prefix (``--prefix``), else ``$CONDA_PREFIX``'s, else this one."""
-    root = prefix or (Path(os.environ["CONDA_PREFIX"]) if os.environ.get("CONDA_PREFIX") else None)
-    if root is None:
-        return sys.executable
+    """The interpreter of the environment (prefixes.locate: ``--prefix``, ``$CONDA_PREFIX``,
+    the lock's env by name); never envtool's own in its place."""
+    from envtool.lock.prefixes import locate
+
+    root = locate(prefix)
     for candidate in (root / "bin" / "python", root / "python.exe"):
         if candidate.exists():
             return str(candidate)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 from envtool import environments
@@ -12,12 +10,11 @@ from envtool.report import results
 
 
 def default_prefix(prefix: Path | None) -> Path:
-    """``--prefix``, else ``$CONDA_PREFIX``, else this interpreter's prefix."""
-    if prefix is not None:
-        return prefix
-    if os.environ.get("CONDA_PREFIX"):
-        return Path(os.environ["CONDA_PREFIX"])
-    return Path(sys.prefix)
+    """``--prefix``, else ``$CONDA_PREFIX``, else the lock's env by name (prefixes.locate);
+    never envtool's own interpreter's prefix in its place."""
+    from envtool.lock.prefixes import locate
+
+    return locate(prefix)
 
 
 def run(prefix: Path | None, name: str | None, no_builds: bool, fmt: str) -> int:

@@ -89,8 +89,9 @@ def swappable_tmp(tmp_path: Path) -> Path:
 
 def test_a_swappable_tmpdir_is_refused_here(tmp_path: Path, swappable_tmp: Path) -> None:
     out = subprocess.run(
-        [ENVTOOL, "probe", "--no-allreduce"], cwd=tmp_path, capture_output=True, text=True,
-        timeout=60, env={**os.environ, "TMPDIR": str(swappable_tmp)},
+        [ENVTOOL, "probe", "--prefix", sys.prefix, "--no-allreduce"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=60,
+        env={**os.environ, "TMPDIR": str(swappable_tmp)},
     )  # fmt: skip
     assert out.returncode == 2 and f"TMPDIR {swappable_tmp} is writable by others" in out.stderr
 

@@ -216,7 +216,21 @@ def test_envtool_probe_json(tmp_path: Path) -> None:
         main,
         tmp_path,
         [],
-        ("probe", "--format", "json", "-b", "8", "-e", "64", "-n", "2", "-w", "1"),
+        (
+            "probe",
+            "--prefix",
+            sys.prefix,
+            "--format",
+            "json",
+            "-b",
+            "8",
+            "-e",
+            "64",
+            "-n",
+            "2",
+            "-w",
+            "1",
+        ),
     )
     assert code == 0, err
     doc = json.loads(out)
@@ -227,7 +241,7 @@ def test_envtool_probe_json(tmp_path: Path) -> None:
 
 
 def test_envtool_probe_table_without_allreduce(tmp_path: Path) -> None:
-    code, out, _ = run_main(main, tmp_path, [], ("probe", "--no-allreduce"))
+    code, out, _ = run_main(main, tmp_path, [], ("probe", "--prefix", sys.prefix, "--no-allreduce"))
     assert code == 0
     assert "CUDA available" in out and "glibc" in out
 

@@ -45,7 +45,23 @@ def test_probe_plot_of_a_gloo_all_reduce(tmp_path: Path) -> None:
         main,
         REPO,
         [],
-        ("probe", "-b", "1K", "-e", "64K", "-f", "4", "-n", "2", "-w", "1", "--plot", str(png)),
+        (
+            "probe",
+            "--prefix",
+            sys.prefix,
+            "-b",
+            "1K",
+            "-e",
+            "64K",
+            "-f",
+            "4",
+            "-n",
+            "2",
+            "-w",
+            "1",
+            "--plot",
+            str(png),
+        ),
     )
     assert code == 0, out + err
     assert _png_size(png)[0] == 960
