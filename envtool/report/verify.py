@@ -182,30 +182,44 @@ def _grid(verdict: Verdict, shown: list[Finding], width: int) -> str:
     return console.table_text(_summary(verdict), columns, rows, width)
 
 
+def _pairs_lines(verdict: Verdict, width: int) -> list[str]:
+    """Each pair's figure, slowest first, a line each (folded to ``width``)."""
+    out = []
+    for p in sorted(_pairs(verdict), key=lambda p: (p.busbw is not None, p.busbw or 0.0)):
+        figure = f"{p.busbw:.3g} GB/s" if p.busbw is not None else "no figure"
+        figure = f"failed: {p.error}" if p.error else figure
+        line = f"{p.a} <-> {p.b}: round {p.round}, {figure} ({p.seconds:.1f} s)"
+        out += _fold(line, width, "  ", "      ")
+    return ["all-reduce pairs, slowest first:", *out] if out else []
+
+
+def _fold(line: str, width: int, first: str = "", rest: str = "  ") -> list[str]:
+    return textwrap.wrap(line, width, initial_indent=first, subsequent_indent=rest,
+                         break_on_hyphens=False)  # fmt: skip
+
+
 def render(verdict: Verdict, show_all: bool = False, wide: bool = False, width: int = 100) -> str:
     """The report as text: a summary line, the findings (blocks, or ``wide``: the full grid),
-    the all-reduce figures and the verdict line, no line wider than ``width`` (but ``wide``)."""
+    the all-reduce figures and the verdict line, no line wider than ``width``."""
     shown, folded = critical.split(verdict.findings, show_all)
-    entries = [finding_entry(f) for f in verdict.findings]
-    lines = [text.summary_line(verdict, entries), _summary(verdict)]
+    entries = [finding_entry(f) for f in critical.ordered(verdict.findings)]
+    lines = [*_fold(text.summary_line(verdict, entries), width), _summary(verdict)]
     if wide and shown:
         lines += ["", _grid(verdict, shown, width).rstrip("\n")]
     else:
         for f in shown:
             lines += ["", *text.finding_block(finding_entry(f), f.follows, nodeset, width)]
     if folded:
-        lines += ["", *textwrap.wrap(folded_text(folded), width, break_on_hyphens=False)]
-    figures = text.allreduce_lines(verdict, width)
-    pairs = _pairs_table(verdict)
-    lines += ["", *figures] if figures else []
-    if pairs is not None:
+        lines += ["", *_fold(folded_text(folded), width)]
+    for part in (
+        text.allreduce_lines(verdict, width),
+        [] if wide else _pairs_lines(verdict, width),
+    ):
+        lines += ["", *part] if part else []
+    if wide and (pairs := _pairs_table(verdict)) is not None:
         lines += ["", console.table_text(*pairs, width).rstrip("\n")]
     compared = _compared(verdict).replace("\n", "; ")
-    verdict_line = text.verdict_line(verdict, entries, compared, nodeset)
-    lines += [
-        "",
-        *textwrap.wrap(verdict_line, width, subsequent_indent="  ", break_on_hyphens=False),
-    ]
+    lines += ["", *_fold(text.verdict_line(verdict, entries, compared, nodeset), width)]
     joined = "\n".join(lines)
     return "".join(visible(line) + "\n" for line in joined.split("\n"))  # node text stays text
 

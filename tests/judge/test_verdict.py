@@ -123,3 +123,42 @@ def test_cluster_allreduce_without_a_rank0_result() -> None:
     failed = [f for f in verdict.decide(rs, None, policy) if f.kind is Kind.ALLREDUCE_FAILED]
     assert len(failed) == 1 and failed[0].hosts == ("a", "b")
     assert failed[0].cause == gpu.CAUSE_NO_RANK0
+
+
+def test_a_prefix_without_conda_meta_explains_what_its_python_loads() -> None:
+    """--prefix at a venv: the export says env-missing; the facts its python gave (another
+    python, no torch, no CUDA, 0 GPUs) follow from that and are not findings of their own."""
+    missing = Problem("export", ProblemKind.ENV_MISSING, "no conda environment at /v", "/v")
+    cpu = facts(python="3.11.7", torch=None, cuda=None, cuda_available=False, device_count=0)
+    rs = [
+        HostReport("a", facts=cpu, problems=(missing,)),
+        HostReport("b", env=_env(*LOCK.packages), facts=facts()),
+    ]
+    found = verdict.decide(rs, LOCK, POLICY)
+    on_a = [f for f in found if "a" in f.hosts]
+    assert [(f.kind, f.hosts) for f in on_a] == [(Kind.ENV_MISSING, ("a",))]
+    assert on_a[0].follows >= 2  # cuda-unavailable, too-few-gpus, at least
+
+
+def test_no_cuda_explains_too_few_gpus_on_that_node_only() -> None:
+    rs = [
+        HostReport(
+            "a", env=_env(*LOCK.packages), facts=facts(cuda_available=False, device_count=0)
+        ),
+        HostReport("b", env=_env(*LOCK.packages), facts=facts(device_count=4)),
+    ]
+    found = {f.kind: f for f in verdict.decide(rs, LOCK, POLICY)}
+    assert found[Kind.CUDA_UNAVAILABLE].hosts == ("a",) and found[Kind.CUDA_UNAVAILABLE].follows
+    assert found[Kind.TOO_FEW_GPUS].hosts == ("b",)  # b's own shortfall stays
+
+
+def test_explain_drops_only_the_hosts_a_cause_covers() -> None:
+    from envtool.judge.findings import Finding, explain
+
+    cause = Finding(Kind.ENV_MISSING, Severity.ERROR, "environment", hosts=("a",))
+    other = Finding(Kind.VERSION_MISMATCH, Severity.ERROR, "torch", hosts=("a", "c"),
+                    spread=(("2.1", ("a",)), ("2.2", ("c",))))  # fmt: skip
+    same_kind = Finding(Kind.ENV_MISSING, Severity.ERROR, "environment", hosts=("b",))
+    out = explain([cause, other, same_kind])
+    assert out[0].follows == 1 and out[2] == same_kind  # a cause never explains its own kind
+    assert out[1].hosts == ("c",) and out[1].spread == (("2.2", ("c",)),)
