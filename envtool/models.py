@@ -72,3 +72,5 @@ class Environment:
     packages: tuple[Package, ...]
     name: str = ""
     prefix: str = ""
+    # conda-meta records conda ignores (file, the name it carries, why): never "absent"
+    unreadable: tuple[tuple[str, str, str], ...] = ()

@@ -30,6 +30,9 @@ class ExportError(Exception):
     """The prefix cannot be exported; the message names the file."""
 
 
+MAX_SKIPPED = 1000  # unreadable records listed in a document (the rest are not)
+
+
 def warn(message: str) -> None:
     """A file conda would ignore (it says so on stderr too)."""
     print(f"export.py: warning: {message}", file=sys.stderr)
@@ -105,8 +108,11 @@ def _package_type(data: dict[str, Any]) -> str | None:
     return None
 
 
-def conda_record(path: str, data: Any) -> Record | None:
-    """A Record from one ``conda-meta`` JSON document; None if conda would ignore it."""
+def conda_record(
+    path: str, data: Any, skipped: list[dict[str, str]] | None = None
+) -> Record | None:
+    """A Record from one ``conda-meta`` JSON document; None if conda would ignore it (then
+    added to ``skipped`` with its name and why: the report names the file, not an absence)."""
     if not isinstance(data, dict):
         raise ExportError(f"corrupted conda record {path}: not a JSON object")
     for key in ("name", "version", "build", "build_number"):
@@ -116,6 +122,11 @@ def conda_record(path: str, data: Any) -> Record | None:
     build = _text_field(data.get("build", data.get("build_string")))
     if basename(path)[:-5].rsplit("-", 2) != [name, version, build]:
         warn(f"ignoring malformed prefix record at: {path}")
+        if skipped is not None and len(skipped) < MAX_SKIPPED:
+            why = "conda ignores it: its file name is not %s-%s-%s.json" % (name, version, build)
+            if "-" in str(version):
+                why += " (%r is no conda version: a version holds no '-')" % (version,)
+            skipped.append({"path": path, "name": str(name), "why": why})
         return None
     channel = data.get("channel", data.get("schannel"))
     return Record(
@@ -134,8 +145,11 @@ def conda_record(path: str, data: Any) -> Record | None:
     )
 
 
-def load_conda_records(prefix: str) -> dict[str, Record]:
-    """Every conda record of the prefix, keyed by name (a later file wins, as in conda)."""
+def load_conda_records(
+    prefix: str, skipped: list[dict[str, str]] | None = None
+) -> dict[str, Record]:
+    """Every conda record of the prefix, keyed by name (a later file wins, as in conda); the
+    records conda would ignore go to ``skipped``."""
     records: dict[str, Record] = {}
     meta = join(prefix, "conda-meta")
     if not lexists(meta):
@@ -145,7 +159,7 @@ def load_conda_records(prefix: str) -> dict[str, Record]:
     except OSError as exc:
         raise ExportError(f"cannot read {meta}: {exc.strerror or exc}") from None
     for path in paths:
-        record = conda_record(path, _read_json(path))
+        record = conda_record(path, _read_json(path), skipped)
         if record is not None:
             records[record.name] = record
     return records

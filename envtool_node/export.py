@@ -69,9 +69,10 @@ def export_prefix(
         raise ExportError(f"prefix {prefix} does not exist or is not a directory")
     if not os.access(prefix, os.R_OK | os.X_OK):
         raise ExportError(f"prefix {prefix} is not readable")
-    records = load_conda_records(prefix)
+    skipped: list[dict[str, str]] = []
+    records = load_conda_records(prefix, skipped)
     add_site_packages(prefix, records)
-    return to_document(
+    doc = to_document(
         name if name is not None else default_name(prefix),
         prefix,
         list(records.values()),
@@ -81,6 +82,9 @@ def export_prefix(
         base_channels,
         with_yaml,
     )
+    if skipped:  # records conda ignores: named, so that none reads as an absent package
+        doc["unreadable"] = skipped
+    return doc
 
 
 def _record_json(rec: Record) -> dict[str, Any]:

@@ -78,7 +78,10 @@ def _explainer(f: Finding, causes: list[Finding]) -> tuple[set[str], list[Findin
     """The hosts of ``f`` no cause explains, and the causes that explain the others."""
     left, by = set(f.hosts), []
     for cause in causes:
-        if cause.kind is f.kind or f.kind not in RULES[cause.kind].explains:
+        rule = RULES[cause.kind]
+        if cause.kind is f.kind or f.kind not in rule.explains:
+            continue
+        if rule.by_subject and cause.subject != f.subject:
             continue
         if left & set(cause.hosts):
             left -= set(cause.hosts)

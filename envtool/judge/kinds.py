@@ -39,6 +39,7 @@ class Kind(str, Enum):
     """Every kind of finding (judge/rules.py, docs/findings.md)."""
 
     MISSING = "missing"
+    RECORD_UNREADABLE = "record-unreadable"
     EXTRA = "extra"
     VERSION_DIFFERS = "version-differs"
     BUILD_DIFFERS = "build-differs"

@@ -28,6 +28,7 @@ class Rule:
     fix: str
     docs_fix: str
     explains: frozenset[Kind] = frozenset()
+    by_subject: bool = False  # explains only findings about the same subject (a package)
 
     @property
     def when(self) -> str:
@@ -47,6 +48,15 @@ RULES: dict[Kind, Rule] = {
         "a locked package is not installed on the node",
         "",
         "`envtool install --lockfile conda-lock.yml --prefix PREFIX` on the node",
+    ),
+    Kind.RECORD_UNREADABLE: Rule(
+        Check.LOCK, Severity.ERROR, None,
+        "a `conda-meta/*.json` record conda ignores (its file name is not its "
+        "`name-version-build`, e.g. a version holding `-`): the finding names the file, and the "
+        "package is not also reported `missing`",
+        "reinstall {subject} (conda ignores that record), or remove the file",
+        "reinstall the package; remove the stray record",
+        frozenset({Kind.MISSING, Kind.VERSION_DIFFERS, Kind.BUILD_DIFFERS}), True,
     ),
     Kind.EXTRA: Rule(
         Check.LOCK, Severity.WARNING, None,

@@ -79,6 +79,17 @@ def _reachability(r: HostReport) -> list[Finding]:
     return out
 
 
+def _unreadable(envs: dict[str, Environment]) -> list[Finding]:
+    """Each conda record a node could not read, by its file (judge/rules.py: it explains the
+    package's absence on that node)."""
+    kind = Kind.RECORD_UNREADABLE
+    return [
+        Finding(kind, severity(kind), name, "a record conda reads", f"{path}: {why}", (host,))
+        for host, env in envs.items()
+        for path, name, why in env.unreadable
+    ]
+
+
 def _no_cluster_result(reports: list[HostReport], mode: str) -> list[Finding]:
     """A cross-node run has one result (rank 0's node); none at all is a failure."""
     if mode != "cluster":
@@ -184,6 +195,7 @@ def decide(reports: list[HostReport], lock: Environment | None, policy: Policy) 
     for r in reports:
         found += _reachability(r)
     envs = {r.host: r.env for r in reports if r.env is not None}
+    found += _unreadable(envs)
     if lock is not None:
         found += packages.against_lock(lock, envs)
     found += package_spread(envs, lock)

@@ -234,7 +234,19 @@ def read_export(value: Any, source: str) -> Environment:
             )
         )
     return Environment(
-        source, "probe", tuple(packages), str(doc.get("name") or ""), str(doc.get("prefix") or "")
+        source, "probe", tuple(packages), str(doc.get("name") or ""),
+        str(doc.get("prefix") or ""), _unreadable(doc.get("unreadable")),
+    )  # fmt: skip
+
+
+def _unreadable(value: Any) -> tuple[tuple[str, str, str], ...]:
+    """The records the node could not read (path, name, why), bounded; garbage is dropped."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        (str(item.get("path"))[:500], str(item.get("name"))[:200], str(item.get("why"))[:300])
+        for item in value[:1000]
+        if isinstance(item, dict)
     )
 
 

@@ -162,3 +162,17 @@ def test_explain_drops_only_the_hosts_a_cause_covers() -> None:
     out = explain([cause, other, same_kind])
     assert out[0].follows == 1 and out[2] == same_kind  # a cause never explains its own kind
     assert out[1].hosts == ("c",) and out[1].spread == (("2.2", ("c",)),)
+
+
+def test_a_record_conda_ignores_is_named_by_its_file_not_called_absent() -> None:
+    """pytorch's record carries a version with '-' (no conda version): conda ignores it; the
+    finding names that file, and the package is not also "missing" (nccl's absence still is)."""
+    why = "conda ignores it: its file name is not pytorch-2.1-0-cuda118_0.json"
+    path = "/e/conda-meta/pytorch-2.1-0-cuda118_0.json"
+    env = Environment("x", "probe", (), unreadable=((path, "pytorch", why),))
+    found = verdict.decide([HostReport("a", env=env, facts=facts())], LOCK, POLICY)
+    kinds = {(f.kind, f.subject) for f in found}
+    assert (Kind.RECORD_UNREADABLE, "pytorch") in kinds and (Kind.MISSING, "nccl") in kinds
+    assert (Kind.MISSING, "pytorch") not in kinds
+    (bad,) = [f for f in found if f.kind is Kind.RECORD_UNREADABLE]
+    assert bad.actual == f"{path}: {why}" and bad.follows == 1

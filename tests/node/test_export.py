@@ -236,6 +236,22 @@ def test_malformed_record_name_is_ignored(prefix: Path, oracle: Callable[..., st
     assert proc.stdout == oracle(prefix)
 
 
+def test_a_record_conda_ignores_is_listed_in_the_document(prefix: Path) -> None:
+    """A version holding '-' (no conda version) makes a file name conda cannot split: the YAML
+    leaves it out as conda does, the document names the file and why (never an absence)."""
+    src = next((prefix / "conda-meta").glob("nccl-*.json"))
+    record = json.loads(src.read_text())
+    record["version"] = "2.18-3"
+    bad = src.with_name(f"nccl-2.18-3-{record['build']}.json")
+    bad.write_text(json.dumps(record))
+    src.unlink()
+    doc = probe.export_prefix(str(prefix), with_yaml=True)
+    assert "nccl" not in doc["yaml"] and "nccl" not in {p["name"] for p in doc["packages"]}
+    (item,) = doc["unreadable"]
+    assert item["path"] == str(bad) and item["name"] == "nccl"
+    assert "'2.18-3' is no conda version" in item["why"]
+
+
 def test_json_format(prefix: Path) -> None:
     add_dist_info(prefix, "tiny", "1.0")
     proc = run_probe("--prefix", str(prefix), "--format", "json")
