@@ -17,6 +17,7 @@ from envtool.cluster import proc
 from envtool.cluster.hosts import Host
 from envtool.cluster.nodescript import node_script
 from envtool.cluster.options import FanoutOptions
+from envtool.protocol import schemas
 from envtool.protocol.answers import from_document, host_report
 from envtool.protocol.documents import NodeDocument, Unreadable, read_node
 from envtool.protocol.types import Answer, HostReport, Outcome, Problem, ProblemKind
@@ -117,6 +118,17 @@ def _checked(doc: NodeDocument, node: str, answers: int) -> NodeDocument:
     return replace(doc, problems=tuple(problems))
 
 
+def _envs_missing(stderr: str, bound: dict[str, str]) -> dict[str, str]:
+    """Node → its task's stderr, where the node script said it found no environment (its
+    marker line, labelled by srun with the task srun launched on that node)."""
+    marker = f"{schemas.MARKER} {schemas.PART_ENV_MISSING} "
+    return {
+        bound[task]: text
+        for task, text in task_texts(stderr).items()
+        if task in bound and any(line.startswith(marker) for line in text.splitlines())
+    }
+
+
 def _last_words(stderr: str) -> list[str]:
     """srun's stderr without the lines -v adds (kept: errors and the job's own lines)."""
     keep = ("srun: error", "srun: fatal", "srun: Job", "srun: job")
@@ -145,9 +157,15 @@ def run_slurm(hosts: Sequence[Host], options: FanoutOptions, bundle: bytes) -> l
     last = _last_words(err)
     detail = f"{why}: {last[-1][:300]}" if last else why
     missing = f"no answer from this node's srun task ({detail})"
-    return [
-        from_document(h.target, docs[h.name], seconds)
-        if h.name in docs
-        else host_report(Answer(h.target, None, "", "", seconds, Outcome.NO_ANSWER, missing))
-        for h in hosts
-    ]
+    envs = _envs_missing(err, task_nodes(err))
+
+    def report(h: Host) -> HostReport:
+        if h.name in docs:
+            return from_document(h.target, docs[h.name], seconds)
+        if h.name in envs:  # the node script's own exit: no environment, and what it searched
+            return host_report(
+                Answer(h.target, schemas.EXIT_ENV_MISSING, "", envs[h.name], seconds)
+            )
+        return host_report(Answer(h.target, None, "", "", seconds, Outcome.NO_ANSWER, missing))
+
+    return [report(h) for h in hosts]

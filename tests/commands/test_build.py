@@ -307,3 +307,21 @@ def test_ctrl_c_during_verify_in_a_container_leaves_no_container(
     gone = _wait_for(lambda: _containers() == before, 15)
     assert gone <= 15, _docker("ps", "-a").stdout  # the container stopped and was removed
     assert time.monotonic() - start < 20
+
+
+def test_an_image_without_the_locked_environment_is_one_finding(
+    engine: tuple[dockerd.Engine, str], tmp_path: Path
+) -> None:
+    """The base image has no env of the lock's name: one env-missing finding, and neither its
+    python3 nor anything else is probed in its place (fixtures/absent.py)."""
+    from fixtures import absent
+
+    eng, base = engine
+    proj = absent.project(tmp_path / "absent")
+    argv = [ENVTOOL, "verify", "--transport", "docker", "--image", base, "--hosts", "image"]
+    out = subprocess.run(
+        [*argv, "--format", "json"], cwd=proj, env={**os.environ, "DOCKER_HOST": eng.host},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 1, out.stderr
+    absent.one_finding(json.loads(out.stdout), ["image"])

@@ -12,39 +12,16 @@ from pathlib import Path
 
 import pytest
 from conftest import require
-from fixtures import sshnodes
+from fixtures import absent, sshnodes
+from fixtures.absent import NAME
 
 ENVTOOL = str(Path(sys.executable).parent / "envtool")
-NAME = "envtool-test-absent"  # an env name no machine has
-ENV_YML = f"name: {NAME}\nchannels: [conda-forge]\ndependencies: [python=3.9]\n"
-LOCK = """\
-version: 1
-metadata:
-  content_hash: {linux-64: abc}
-  channels: [{url: conda-forge, used_env_vars: []}]
-  platforms: [linux-64]
-  sources: [environment.yml]
-package:
-- name: python
-  version: 3.9.18
-  manager: conda
-  platform: linux-64
-  dependencies: {}
-  url: https://conda.anaconda.org/conda-forge/linux-64/python-3.9.18-h0755675_1_cpython.conda
-  hash: {md5: 255a7002aeec7a067ff19b545aca6328}
-  category: main
-  optional: false
-"""
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A lock whose environment.yml names an environment that is nowhere."""
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "environment.yml").write_text(ENV_YML)
-    (root / "conda-lock.yml").write_text(LOCK)
-    return root
+    return absent.project(tmp_path / "proj")
 
 
 def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -58,27 +35,17 @@ def _run(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProc
     )
 
 
-def _one_finding(doc: dict, hosts: list[str]) -> str:  # type: ignore[type-arg]
-    """The report holds one finding, env-missing on ``hosts``, and nothing probed there."""
-    assert [(f["kind"], f["hosts"]) for f in doc["findings"]] == [("env-missing", hosts)]
-    for host in doc["hosts"]:  # no interpreter stood in for the environment
-        assert host["facts"] is None and host["packages"] is None, host
-    actual: str = doc["findings"][0]["actual"]
-    assert f"no environment '{NAME}' in " in actual and "/.conda/envs" in actual, actual
-    return actual
-
-
 def test_local_without_the_environment_is_one_finding(project: Path, tmp_path: Path) -> None:
     env = _env(tmp_path)
     out = _run(project, env, "verify", "--hosts", "localhost", "--transport", "local",
                "--format", "json")  # fmt: skip
     assert out.returncode == 1, out.stderr
-    actual = _one_finding(json.loads(out.stdout), ["localhost"])
+    actual = absent.one_finding(json.loads(out.stdout), ["localhost"])
     assert f"{tmp_path}/home/miniforge3/envs" in actual and "$CONDA_PREFIX is unset" in actual
     nowhere = tmp_path / "not-an-env"
     out = _run(project, {**env, "CONDA_PREFIX": str(nowhere)}, "verify", "--hosts",
                "localhost", "--transport", "local", "--format", "json")  # fmt: skip
-    assert f"nor in $CONDA_PREFIX ({nowhere})" in _one_finding(
+    assert f"nor in $CONDA_PREFIX ({nowhere})" in absent.one_finding(
         json.loads(out.stdout), ["localhost"]
     )
 
@@ -107,7 +74,7 @@ def test_ssh_nodes_without_the_environment_are_one_finding(project: Path, tmp_pa
     finally:
         cluster.stop()
     assert out.returncode == 1, out.stderr
-    _one_finding(json.loads(out.stdout), ["node1", "node2"])
+    absent.one_finding(json.loads(out.stdout), ["node1", "node2"])
 
 
 @pytest.mark.parametrize("command", [("probe", "--no-allreduce"), ("export",)])

@@ -305,3 +305,17 @@ def test_a_node_cannot_answer_for_another(lab: tuple[Project, Path]) -> None:
     )
     extra = {f["subject"]: f["hosts"] for f in doc["findings"] if f["kind"] == "extra"}
     assert extra["evil"] == ["node4"]  # the forged package is node4's, never node1's
+
+
+def test_nodes_without_the_locked_environment_are_one_finding(
+    lab: tuple[Project, Path], tmp_path: Path
+) -> None:
+    """No --prefix, and the lock names an env no node has: each srun task says what it
+    searched; one env-missing finding, no other python probed (fixtures/absent.py)."""
+    from fixtures import absent
+
+    proj = absent.project(tmp_path / "absent")
+    argv = ("verify", "--transport", "slurm", "--hosts", "node[1-2]", "--format", "json")
+    code, out, err = run_main(main, proj, [], (*argv, "--timeout", "60"))
+    assert code == 1, err
+    absent.one_finding(json.loads(out), ["node1", "node2"])
