@@ -94,6 +94,7 @@ class FindingEntry:
     actual: str
     hint: str
     hosts: tuple[str, ...]
+    follows: int = 0  # findings on its hosts that follow from this one (not listed)
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,7 @@ def _finding(doc: Any) -> FindingEntry:
         text["actual"],
         _get(doc, "hint", (str,)),
         _strings(doc, "hosts"),
+        _get(doc, "follows", (int,), optional=True) or 0,
     )
 
 

@@ -37,7 +37,7 @@ def finding_entry(f: Finding) -> vr.FindingEntry:
     w = words(f, nodeset)
     return vr.FindingEntry(
         f.kind.value, f.severity.value, visible(f.subject), visible(w.expected),
-        visible(w.actual), visible(w.fix), visible_all(f.hosts),
+        visible(w.actual), visible(w.fix), visible_all(f.hosts), f.follows,
     )  # fmt: skip
 
 
