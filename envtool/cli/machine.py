@@ -12,7 +12,11 @@ from envtool.cli.options import PathArg
 
 
 @click.command()
-@click.option("--prefix", type=PathArg, help="Environment to export (default: $CONDA_PREFIX).")
+@click.option(
+    "--prefix",
+    type=PathArg,
+    help="Environment to export (default: $CONDA_PREFIX, else the lock's env by name).",
+)
 @click.option("--name", help="Environment name to print (default: the prefix's folder name).")
 @click.option("--no-builds", is_flag=True, help="name=version only, as conda's --no-builds.")
 @opt.fmt("yaml", "json")
@@ -24,7 +28,12 @@ def export(prefix: Path | None, name: str | None, no_builds: bool, fmt: str) -> 
 
 
 @click.command()
-@click.option("--prefix", type=PathArg, help="Run the probes with this environment's python.")
+@click.option(
+    "--prefix",
+    type=PathArg,
+    help="Run the probes with this environment's python (default: $CONDA_PREFIX, else the "
+    "lock's env by name; never envtool's own).",
+)
 @click.option(
     "--allreduce/--no-allreduce",
     default=True,
