@@ -203,7 +203,7 @@ def render(verdict: Verdict, show_all: bool = False, wide: bool = False, width: 
     the all-reduce figures and the verdict line, no line wider than ``width``."""
     shown, folded = critical.split(verdict.findings, show_all)
     entries = [finding_entry(f) for f in critical.ordered(verdict.findings)]
-    lines = [*_fold(text.summary_line(verdict, entries), width), _summary(verdict)]
+    lines = [*_fold(text.summary_line(verdict, entries), width), *_fold(_summary(verdict), width)]
     if wide and shown:
         lines += ["", _grid(verdict, shown, width).rstrip("\n")]
     else:

@@ -68,3 +68,18 @@ def test_each_nodes_all_reduce_figure_is_in_the_text() -> None:
     failed = HostReport("b", facts=FACTS, allreduce=AllReduceResult("nccl", 8, error="timeout"))
     text = report.render(verdict.Verdict((ran, failed), (), "", 1.0), width=100)
     assert "all-reduce:\n  a: no rows\n  b: failed: timeout" in text
+
+
+def test_the_progress_bar_is_quiet_off_a_terminal_in_ci_and_for_json(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from envtool.report import console
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.delenv("CI", raising=False)
+    assert console.Progress(1)._live is not None  # one host on a terminal: shown
+    assert console.Progress(3, quiet=True)._live is None  # --format json / junit
+    monkeypatch.setenv("CI", "true")
+    assert console.Progress(3)._live is None
