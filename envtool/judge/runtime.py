@@ -109,7 +109,7 @@ def against_lock(facts: NodeFacts, lock: Environment) -> list[Finding]:
     for item in compared(facts, lock):
         if item.locked is None or item.expected is None:
             continue
-        have = item.value or "(not loaded)"
+        have = item.value or ""  # "": not loaded at all (the words say so)
         if item.value is None or not _same(item.subject, item.value, item.expected):
             out.append(
                 Finding(Kind.RUNTIME_DIFFERS, severity(Kind.RUNTIME_DIFFERS), item.subject,

@@ -166,7 +166,8 @@ def _runtime_words(f: Finding) -> Words:
         else "install the locked packages into the environment (envtool install --lockfile "
         "conda-lock.yml --prefix PREFIX) and remove other copies"
     )
-    return Words(f"{f.subject} {f.expected}{locked}", f"{f.actual} loaded", fix)
+    actual = f"{f.actual} loaded" if f.actual else "not loaded"
+    return Words(f"{f.subject} {f.expected}{locked}", actual, fix)
 
 
 def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Words:

@@ -16,7 +16,7 @@ from envtool.judge import gpu, packages, runtime, verdict
 from envtool.judge.findings import Kind
 from envtool.models import Environment, Package
 from envtool.protocol.documents import read_facts
-from envtool.protocol.types import HostReport, Library, Runtime
+from envtool.protocol.types import HostReport, Library, NodeFacts, Runtime
 from envtool.report.labels import words
 from envtool_node.runtime import cudnn_version, mapped, nccl_version
 
@@ -216,3 +216,14 @@ def test_an_artifact_with_the_lock_name_but_another_hash_is_its_own_finding() ->
 
 def _env(*pkgs: Package) -> Environment:
     return Environment("x", "probe", pkgs)
+
+
+def test_a_runtime_value_that_was_not_loaded_reads_not_loaded() -> None:
+    """torch could not be imported: "not loaded", never "(not loaded) loaded"."""
+    from envtool.judge import runtime
+    from envtool.report.labels import words
+
+    lock = Environment("l", "lock", (Package("pytorch", "2.4.0", "cuda118_py39_0"),))
+    found = runtime.against_lock(NodeFacts(python="3.9.18", torch=None), lock)
+    torch = [f for f in found if f.subject == "torch"]
+    assert torch and words(torch[0]).actual == "not loaded"
