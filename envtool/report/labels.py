@@ -198,6 +198,28 @@ def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Wor
     return Words(f.expected, f.actual, fix)
 
 
+def short(f: Finding) -> str:
+    """A finding in a few words, for a summary line: ``nccl 2.16.5.1 vs 2.18.3.1``."""
+    a, b = f.reference, f.found
+    if f.kind is Kind.ENV_MISSING:
+        return "no environment"
+    if f.kind is Kind.UNREACHABLE:
+        return "unreachable"
+    if f.kind is Kind.RECORD_UNREADABLE:
+        return f"unreadable {f.subject} record"
+    if f.kind is Kind.MISSING and a is not None:
+        return f"no {a.name}"
+    if f.kind is Kind.VERSION_DIFFERS and a is not None and b is not None:
+        return f"{a.name} {b.version} vs {a.version}"
+    if f.kind is Kind.BUILD_DIFFERS and a is not None and b is not None:
+        return f"{a.name} build {b.build} vs {a.build}"
+    if f.kind is Kind.TOO_FEW_GPUS:
+        return f"{f.actual} GPUs, {f.expected}"
+    if f.expected and f.actual and len(f.expected) + len(f.actual) <= 40:
+        return f"{f.subject} {f.actual} vs {f.expected}"
+    return f"{f.kind.value} {f.subject}"
+
+
 def folded_text(folded: dict[str, int]) -> str:
     """``and 12 more about other packages: 10 version-differs (warning), ...``."""
     total = sum(folded.values())

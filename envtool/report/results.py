@@ -17,6 +17,7 @@ from envtool.report.verify import finding_entry
 
 if TYPE_CHECKING:
     from envtool.image import BuildResult
+    from envtool.judge.comparison import Comparison
     from envtool.judge.findings import Finding
     from envtool.lock.install import InstallResult
     from envtool.lock.pin import CheckResult, LockResult
@@ -71,12 +72,39 @@ def export_document(doc: dict[str, Any], fmt: str) -> None:
         click.echo(doc["yaml"], nl=False)
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _inside(
+    a: Environment, b: Environment, c: Comparison
+) -> list[tuple[str, tuple[str, ...], tuple[Finding, ...]]]:
+    """The problems inside each input, as (label, paths, findings); one block when both
+    inputs have the same ones (a file compared with itself)."""
+    if c.inside_a and c.inside_a == c.inside_b:
+        return [("A and B", tuple(dict.fromkeys((a.source, b.source))), c.inside_a)]
+    sides = (("A", (a.source,), c.inside_a), ("B", (b.source,), c.inside_b))
+    return [side for side in sides if side[2]]
+
+
+def _inside_table(label: str, paths: tuple[str, ...], found: tuple[Finding, ...]) -> None:
+    entries = [finding_entry(f) for f in found]
+    rows = [[e.severity, e.kind, e.subject, e.expected, e.actual, e.hint] for e in entries]
+    console.table(
+        f"inside {label} ({', '.join(paths)}): {_plural(len(found), 'problem')}, not a "
+        f"difference (envtool check {' '.join(paths)})",
+        ["severity", "kind", "what", "expected", "found", "fix"],
+        rows,
+    )
+
+
 def diff_result(
-    a: Environment, b: Environment, findings: list[Finding], fmt: str, show_all: bool = False
+    a: Environment, b: Environment, c: Comparison, fmt: str, show_all: bool = False
 ) -> None:
     """The differences between two environments: what decides a DDP run first; the others
-    counted per kind unless ``show_all`` (JSON lists every one)."""
-    shown, folded = critical.split(findings, show_all or fmt == "json")
+    counted per kind unless ``show_all`` (JSON lists every one); then, under their own
+    headings, the problems inside A and inside B on their own (``envtool check``'s)."""
+    shown, folded = critical.split(c.differences, show_all or fmt == "json")
     entries = [finding_entry(f) for f in shown]
     if fmt == "json":
         console.echo_json(
@@ -84,22 +112,26 @@ def diff_result(
                 "schema": schemas.DIFF,
                 "a": a.source,
                 "b": b.source,
-                "identical": not findings,
+                "identical": c.identical,
                 "findings": [finding_dict(e) for e in entries],
+                "inside_a": [finding_dict(finding_entry(f)) for f in c.inside_a],
+                "inside_b": [finding_dict(finding_entry(f)) for f in c.inside_b],
             }
         )
         return
-    if not findings:
+    if c.identical:
         click.echo(f"identical: {a.source} ({len(a.packages)} packages) and {b.source}")
-        return
-    rows = [[e.severity, e.kind, e.subject, e.expected, e.actual, e.hint] for e in entries]
-    console.table(
-        f"{len(findings)} differences: A={a.source}  B={b.source}",
-        ["severity", "kind", "package", "A", "B", "fix"],
-        rows,
-    )
-    if folded:
-        click.echo(folded_text(folded))
+    else:
+        rows = [[e.severity, e.kind, e.subject, e.expected, e.actual, e.hint] for e in entries]
+        console.table(
+            f"{_plural(len(c.differences), 'difference')}: A={a.source}  B={b.source}",
+            ["severity", "kind", "package", "A", "B", "fix"],
+            rows,
+        )
+        if folded:
+            click.echo(folded_text(folded))
+    for label, paths, found in _inside(a, b, c):
+        _inside_table(label, paths, found)
 
 
 def consistency_result(checked: list[tuple[Environment, list[Finding]]], fmt: str) -> None:

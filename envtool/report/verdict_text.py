@@ -20,30 +20,22 @@ def plural(n: int, word: str, many: str = "") -> str:
     return f"{n} {word if n == 1 else (many or word + 's')}"
 
 
-def short(e: vr.FindingEntry) -> str:
-    """A finding in a few words for the summary: ``nccl 2.16 vs 2.18``, ``no environment``."""
-    if e.kind == "env-missing":
-        return "no environment"
-    if e.kind == "unreachable":
-        return "unreachable"
-    if e.expected and e.actual and len(e.expected) + len(e.actual) <= 40:
-        return f"{e.subject} {e.actual} vs {e.expected}"
-    return f"{e.kind} {e.subject}"
+Item = tuple[vr.FindingEntry, str]  # a finding as worded, and in a few words (labels.short)
 
 
-def _first_error(entries: Sequence[vr.FindingEntry], host: str) -> vr.FindingEntry | None:
-    return next((e for e in entries if e.severity == "error" and host in e.hosts), None)
+def _first_error(items: Sequence[Item], host: str) -> Item | None:
+    return next((i for i in items if i[0].severity == "error" and host in i[0].hosts), None)
 
 
-def summary_line(verdict: Verdict, entries: Sequence[vr.FindingEntry]) -> str:
+def summary_line(verdict: Verdict, items: Sequence[Item]) -> str:
     """``2 of 16 hosts fail: node3 (nccl 2.16 vs 2.18), node7 (no environment)``."""
     hosts = [r.host for r in verdict.reports]
-    failing = [(h, e) for h in hosts if (e := _first_error(entries, h)) is not None]
+    failing = [(h, i[1]) for h in hosts if (i := _first_error(items, h)) is not None]
     if not failing:
-        warnings = sum(1 for e in entries if e.severity == "warning")
+        warnings = sum(1 for e, _ in items if e.severity == "warning")
         tail = f" with {plural(warnings, 'warning')}" if warnings else ""
         return f"{plural(len(hosts), 'host')} pass{'es' if len(hosts) == 1 else ''}{tail}"
-    named = ", ".join(f"{h} ({short(e)})" for h, e in failing[:_SHOWN_HOSTS])
+    named = ", ".join(f"{h} ({said})" for h, said in failing[:_SHOWN_HOSTS])
     more = len(failing) - _SHOWN_HOSTS
     rest = f", and {more} more" if more > 0 else ""
     verb = "fails" if len(failing) == 1 else "fail"
@@ -93,18 +85,16 @@ def allreduce_lines(verdict: Verdict, width: int) -> list[str]:
     return ["all-reduce:", *lines] if lines else []
 
 
-def verdict_line(
-    verdict: Verdict, entries: Sequence[vr.FindingEntry], compared: str, nodeset: Nodeset
-) -> str:
+def verdict_line(items: Sequence[Item], compared: str, nodeset: Nodeset) -> str:
     """``FAIL: <hosts>: <what>: <fix>`` or ``all good: <what was compared>; <notes>``."""
-    errors = [e for e in entries if e.severity == Severity.ERROR.value]
+    errors = [(e, said) for e, said in items if e.severity == Severity.ERROR.value]
     if errors:
-        first = errors[0]
+        first, said = errors[0]
         more = f" (and {plural(len(errors) - 1, 'more error')})" if len(errors) > 1 else ""
         fix = f": {first.hint}" if first.hint else ""
-        return f"FAIL: {nodeset(first.hosts) or 'the run'}: {short(first)}{more}{fix}"
-    warnings = sum(1 for e in entries if e.severity == Severity.WARNING.value)
-    notes = sum(1 for e in entries if e.severity == Severity.INFO.value)
+        return f"FAIL: {nodeset(first.hosts) or 'the run'}: {said}{more}{fix}"
+    warnings = sum(1 for e, _ in items if e.severity == Severity.WARNING.value)
+    notes = sum(1 for e, _ in items if e.severity == Severity.INFO.value)
     extra = [plural(warnings, "warning")] if warnings else []
     extra += [plural(notes, "note")] if notes else []
     head = "passed with " + " and ".join(extra) if warnings else "all good"

@@ -17,7 +17,7 @@ from envtool.protocol import verify_report as vr
 from envtool.protocol.types import HostReport, Runtime
 from envtool.report import console, junit
 from envtool.report import verdict_text as text
-from envtool.report.labels import failure_text, folded_text, problem_text, words
+from envtool.report.labels import failure_text, folded_text, problem_text, short, words
 from envtool.report.text import visible, visible_all
 from envtool.report.verdict_text import plural
 
@@ -202,8 +202,8 @@ def render(verdict: Verdict, show_all: bool = False, wide: bool = False, width: 
     """The report as text: a summary line, the findings (blocks, or ``wide``: the full grid),
     the all-reduce figures and the verdict line, no line wider than ``width``."""
     shown, folded = critical.split(verdict.findings, show_all)
-    entries = [finding_entry(f) for f in critical.ordered(verdict.findings)]
-    lines = [*_fold(text.summary_line(verdict, entries), width), *_fold(_summary(verdict), width)]
+    items = [(finding_entry(f), short(f)) for f in critical.ordered(verdict.findings)]
+    lines = [*_fold(text.summary_line(verdict, items), width), *_fold(_summary(verdict), width)]
     if wide and shown:
         lines += ["", _grid(verdict, shown, width).rstrip("\n")]
     else:
@@ -219,7 +219,7 @@ def render(verdict: Verdict, show_all: bool = False, wide: bool = False, width: 
     if wide and (pairs := _pairs_table(verdict)) is not None:
         lines += ["", console.table_text(*pairs, width).rstrip("\n")]
     compared = _compared(verdict).replace("\n", "; ")
-    lines += ["", *_fold(text.verdict_line(verdict, entries, compared, nodeset), width)]
+    lines += ["", *_fold(text.verdict_line(items, compared, nodeset), width)]
     joined = "\n".join(lines)
     return "".join(visible(line) + "\n" for line in joined.split("\n"))  # node text stays text
 

@@ -43,11 +43,11 @@ def test_no_line_is_wider_than_the_terminal(width: int, wide: bool) -> None:
 
 def test_a_failing_run_starts_with_who_fails_and_ends_with_what_to_do() -> None:
     text = report.render(_verdict(), width=100)
-    assert _lines(text)[0] == (
-        "3 of 3 hosts fail: gpu01 (build-differs pytorch), gpu02 (build-differs pytorch), "
-        "gpu03 (unreachable)"
+    assert _lines(text.replace("\n  ", " "))[0] == (  # the summary line, unfolded
+        "3 of 3 hosts fail: gpu01 (pytorch build cpu_0 vs cuda118_0), gpu02 (pytorch build cpu_0 "
+        "vs cuda118_0), gpu03 (unreachable)"
     )
-    assert _last(text).startswith("FAIL: gpu[01-02]: build-differs pytorch (and 1 more error): ")
+    assert _last(text).startswith("FAIL: gpu[01-02]: pytorch build cpu_0 vs cuda118_0 (and 1 ")
 
 
 def test_a_clean_run_with_notes_or_warnings_still_ends_with_a_verdict() -> None:
