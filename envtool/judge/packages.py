@@ -74,17 +74,31 @@ def _compare(a: Package, b: Package, where: str) -> list[Finding]:
     return out
 
 
+def _one_side(a: Group, b: Group, manager: str, where: str) -> list[Finding]:
+    """A copy of the key from ``manager`` on one side only, the other managers in common:
+    B's pip copy over its conda one is pip shadowing A lacks; A's copy B lacks is missing."""
+    if manager in a and manager not in b:
+        return [_finding(Kind.MISSING, a[manager], None, where)]
+    if manager in b and manager not in a:
+        if manager == "pip":
+            return [_finding(Kind.PIP_SHADOWING, b["conda"], b["pip"], where, b["pip"].name)]
+        return [_finding(Kind.EXTRA, None, b[manager], where)]
+    return []
+
+
 def _compare_groups(a: Group, b: Group, where: str) -> list[Finding]:
-    """Same manager on both sides: compare those; else the manager differs."""
-    for manager in ("conda", "pip"):
-        if manager in a and manager in b:
-            return _compare(a[manager], b[manager], where)
-    return _compare(effective(a), effective(b), where)
+    """Each manager both sides have, compared, and a copy one side alone has; no manager in
+    common: the manager differs."""
+    common = [m for m in ("conda", "pip") if m in a and m in b]
+    if not common:
+        return _compare(effective(a), effective(b), where)
+    out = [f for m in common for f in _compare(a[m], b[m], where)]
+    return out + [f for m in ("conda", "pip") for f in _one_side(a, b, m, where)]
 
 
-def diff(a: Environment, b: Environment, where: str = "") -> list[Finding]:
-    """Every way ``b`` differs from ``a`` (the reference), and pip shadowing in either;
-    ``where`` names ``b`` in the fix lines (a diff) or is empty (verify: the hosts say)."""
+def differences(a: Environment, b: Environment, where: str = "") -> list[Finding]:
+    """Every way ``b`` differs from ``a`` (the reference), package by package; nothing about
+    either on its own (an environment never differs from itself)."""
     left, right = by_key(a.packages), by_key(b.packages)
     findings: list[Finding] = []
     for key in sorted(left.keys() | right.keys()):
@@ -94,7 +108,15 @@ def diff(a: Environment, b: Environment, where: str = "") -> list[Finding]:
             findings.append(_finding(Kind.EXTRA, None, effective(right[key]), where))
         else:
             findings.extend(_compare_groups(left[key], right[key], where))
-    return findings + shadowing(a, a.source if where else "") + shadowing(b, where)
+    return findings
+
+
+def diff(a: Environment, b: Environment, where: str = "") -> list[Finding]:
+    """The differences of ``b`` from ``a``, and pip shadowing in either (what a node runs
+    against the lock); ``where`` names ``b`` in the fix lines, or is empty (the hosts say)."""
+    found = differences(a, b, where)  # B's shadowing that A lacks is one of them already
+    inside = shadowing(a, a.source if where else "") + shadowing(b, where)
+    return found + [f for f in inside if f not in found]
 
 
 def against_lock(lock: Environment, envs: dict[str, Environment]) -> list[Finding]:
