@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, Project, require
-from test_lockfile import HEAD
+from fixtures.lockfiles import HEAD
 
 from envtool.errors import InputError
 from envtool.lock import explicit, lockfile

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixtures.lockfiles import HEAD
 
 from envtool.errors import InputError
 from envtool.lock import lockfile
@@ -45,17 +46,6 @@ def test_round_trip_keeps_every_field(shared_data: Path, tmp_path: Path) -> None
     again = lockfile.read(out)
     assert set(again.packages) == set(original.packages)
     assert again.metadata == original.metadata
-
-
-HEAD = """\
-version: 1
-metadata:
-  content_hash: {linux-64: abc}
-  channels: [{url: conda-forge, used_env_vars: []}]
-  platforms: [linux-64]
-  sources: [environment.yml]
-package:
-"""  # a v1 lockfile up to its packages (test_compat.py adds its own entries)
 
 
 def _lock_text() -> str:
