@@ -90,12 +90,13 @@ def _inside(
 def _inside_table(label: str, paths: tuple[str, ...], found: tuple[Finding, ...]) -> None:
     entries = [finding_entry(f) for f in found]
     rows = [[e.severity, e.kind, e.subject, e.expected, e.actual, e.hint] for e in entries]
-    console.table(
-        f"inside {label} ({', '.join(paths)}): {_plural(len(found), 'problem')}, not a "
-        f"difference (envtool check {' '.join(paths)})",
-        ["severity", "kind", "what", "expected", "found", "fix"],
-        rows,
+    click.echo(  # a line of its own: a table's title would fold the paths
+        visible(
+            f"inside {label} ({', '.join(paths)}): {_plural(len(found), 'problem')}, not a "
+            f"difference (envtool check {' '.join(paths)})"
+        )
     )
+    console.table("", ["severity", "kind", "what", "expected", "found", "fix"], rows)
 
 
 def diff_result(

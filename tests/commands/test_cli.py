@@ -81,7 +81,7 @@ def test_internal_error_is_exit_3_with_or_without_the_traceback(tmp_path, monkey
     def broken(*_: object, **__: object) -> list[object]:
         raise TypeError("a bug")  # no real input reaches this path: it stands for a bug
 
-    monkeypatch.setattr(packages, "diff", broken)
+    monkeypatch.setattr(packages, "differences", broken)
     lock = REPO / "conda-lock.yml"
     monkeypatch.delenv("ENVTOOL_DEBUG", raising=False)
     code, _, err = run_main(main, tmp_path, [], ("diff", str(lock), str(lock)))
