@@ -6,12 +6,13 @@ from pathlib import Path
 
 from envtool import yamlio
 from envtool.errors import EXIT_OK, EXIT_PROBLEMS, InputError
-from envtool.nccl.model import NcclRun, wrong_total
+from envtool.nccl.model import NcclRun
 from envtool.nccl.parse import parse, parse_size
 from envtool.protocol import schemas
 from envtool.protocol.documents import Unreadable, document, read_allreduce
 from envtool.protocol.fields import Malformed
 from envtool.report import console, results
+from envtool.report.nccl_summary import wrong_line
 from envtool.report.nccl_text import reading_notes, run_of
 
 
@@ -32,8 +33,8 @@ def read_run(file: Path) -> NcclRun:
 
 
 def run(file: Path, fmt: str, large: str, plot: Path | None) -> int:
-    """1 when the log counted wrong elements (#wrong or out-of-bounds values above 0); a
-    truncated log or skipped lines are said on stderr."""
+    """1 when the log counted wrong elements (#wrong or out-of-bounds values above 0), said in
+    one line on stderr, as are a truncated log and skipped lines."""
     run_ = read_run(file)
     min_bytes = parse_size(large)
     results.nccl_result(run_, min_bytes, fmt)  # JSON with truncated and skipped_lines
@@ -44,5 +45,7 @@ def run(file: Path, fmt: str, large: str, plot: Path | None) -> int:
 
         busbw_png(run_, plot, min_bytes)
         console.wrote(plot)
-    corrupt = bool(wrong_total(run_.rows)) or bool(run_.out_of_bounds)
-    return EXIT_PROBLEMS if corrupt else EXIT_OK
+    wrong = wrong_line(run_)
+    if wrong is not None:  # the exit code says it failed; this line says why
+        console.notice(f"envtool nccl-tests: {wrong}")
+    return EXIT_OK if wrong is None else EXIT_PROBLEMS

@@ -110,6 +110,44 @@ def peak_busbw(
     return max(values) if values else None
 
 
+@dataclass(frozen=True)
+class Peak:
+    """The best busbw of a sweep and the size where it was reached; ``bandwidth_bound``: at
+    sizes >= the large floor, else the sweep stopped below it (the best of what it ran)."""
+
+    busbw: float
+    size: int
+    bandwidth_bound: bool
+
+
+def _best(rows: Sequence[NcclRow], in_place: bool) -> tuple[float, int] | None:
+    """The best busbw over ``rows`` and its size (the smaller size on a tie)."""
+    best: tuple[float, int] | None = None
+    for r in rows:
+        value = max(r.oop.busbw, r.ip.busbw) if in_place else r.oop.busbw
+        if best is None or value > best[0]:
+            best = (value, r.size)
+    return best
+
+
+def peak(rows: Sequence[NcclRow], min_bytes: int = LARGE, *, in_place: bool = True) -> Peak | None:
+    """The peak a log is read for, always named: ``peak_busbw``'s figure and its size when the
+    sweep reaches ``min_bytes``, else the best at the sizes it ran; None only without rows."""
+    big = large_rows(rows, min_bytes)
+    best = _best(big or rows, in_place)
+    return None if best is None else Peak(best[0], best[1], bool(big))
+
+
+def overall_peak(rows: Sequence[NcclRow]) -> tuple[float, int] | None:
+    """The best busbw at any size, either placement, and its size (None without rows)."""
+    return _best(rows, in_place=True)
+
+
+def wrong_rows(rows: Sequence[NcclRow]) -> tuple[NcclRow, ...]:
+    """The rows whose check counted wrong elements (out-of-place or in-place)."""
+    return tuple(r for r in rows if (r.oop.wrong or 0) + (r.ip.wrong or 0) > 0)
+
+
 def nccl_avg_busbw(rows: Sequence[NcclRow]) -> float:
     """nccl-tests' own average: mean busbw over every size, both placements."""
     values = [v for r in rows for v in (r.oop.busbw, r.ip.busbw)]

@@ -26,6 +26,8 @@ from envtool.nccl.model import (
     NcclRun,
     large_rows,
     nccl_avg_busbw,
+    overall_peak,
+    peak,
     peak_busbw,
     wrong_total,
 )
@@ -251,7 +253,9 @@ def format_allreduce(ar: AllReduceResult) -> str:
 
 
 def nccl_document(run: NcclRun, min_bytes: int) -> dict[str, object]:
-    """``envtool nccl-tests --format json``: the run as read, and its peak at large sizes."""
+    """``envtool nccl-tests --format json``: the run as read, its peak at large sizes and the
+    size of it, and the best busbw at any size and its size."""
+    overall = overall_peak(run.rows)
     return {
         "schema": schemas.NCCL_TESTS,
         "source": run.source,
@@ -264,12 +268,22 @@ def nccl_document(run: NcclRun, min_bytes: int) -> dict[str, object]:
         "large_sizes": len(large_rows(run.rows, min_bytes)),
         "peak_busbw": peak_busbw(run.rows, min_bytes),
         "peak_busbw_oop": peak_busbw(run.rows, min_bytes, in_place=False),
+        "peak_size": _size_of(run.rows, min_bytes),
+        "bandwidth_bound": bool(large_rows(run.rows, min_bytes)),
+        "overall_peak_busbw": None if overall is None else overall[0],
+        "overall_peak_size": None if overall is None else overall[1],
         "avg_busbw": run.avg_busbw,
         "out_of_bounds": run.out_of_bounds,
         "wrong_total": wrong_total(run.rows),
         "truncated": run.truncated,
         "skipped_lines": run.skipped_lines,
     }
+
+
+def _size_of(rows: Sequence[NcclRow], min_bytes: int) -> int | None:
+    """The size where ``peak_busbw`` was reached (None: no rows that large)."""
+    found = peak(rows, min_bytes)
+    return found.size if found is not None and found.bandwidth_bound else None
 
 
 def reading_notes(run: NcclRun) -> list[str]:

@@ -195,36 +195,39 @@ def _fact_rows(facts: NodeFacts) -> list[list[str]]:
 def probe_result(
     raw: dict[str, Any], facts: NodeFacts, allreduce: AllReduceResult | None, fmt: str
 ) -> None:
-    """GPU facts as a table, then the all-reduce in all_reduce_perf's layout; or the probe's
-    JSON document (the node's documents as they validated)."""
+    """GPU facts as a table, then the all-reduce in all_reduce_perf's layout and its peak busbw
+    with its size; or the probe's JSON document (the node's documents as they validated, and
+    the peak)."""
+    from envtool.report.nccl_summary import peak_entry, peak_line
+    from envtool_node.perf import LARGE
+
     if fmt == "json":
-        console.echo_json({"schema": schemas.PROBE, **raw})
+        peak = None if allreduce is None else peak_entry(allreduce.rows, LARGE)
+        console.echo_json({"schema": schemas.PROBE, **raw, "peak": peak})
         return
     console.table("node facts", ["fact", "value"], _fact_rows(facts))
     if allreduce is not None:
         from envtool.report.nccl_text import format_allreduce
 
         click.echo(format_allreduce(allreduce), nl=False)
+        if allreduce.rows and allreduce.nranks > 1:  # one rank: busbw is 0, the note says why
+            click.echo(peak_line(allreduce.rows, LARGE))
 
 
 def nccl_result(run: NcclRun, min_bytes: int, fmt: str) -> None:
-    """An all_reduce_perf log: its rows, and the peak busbw at large sizes beside the average."""
-    from envtool.nccl.model import peak_busbw
-
+    """An all_reduce_perf log: its rows, then its peak busbw and the size where it was reached
+    (said not bandwidth-bound when the sweep stops below ``min_bytes``) beside the average."""
     if fmt == "json":
         from envtool.report.nccl_text import nccl_document
 
         console.echo_json(nccl_document(run, min_bytes))
         return
-    peak = peak_busbw(run.rows, min_bytes)
-    from envtool.report.nccl_text import format_run, size_text
+    from envtool.report.nccl_summary import peak_line
+    from envtool.report.nccl_text import format_run
 
     click.echo(format_run(run), nl=False)
     click.echo(f"ranks: {run.nranks or '?'}   NCCL: {run.nccl_version or '?'}")
-    click.echo(
-        f"peak busbw at sizes >= {size_text(min_bytes)}: "
-        + (f"{peak:.2f} GB/s" if peak is not None else "no rows that large")
-    )
+    click.echo(peak_line(run.rows, min_bytes))
     if run.avg_busbw is not None:
         click.echo(
             f"the tool's average over all sizes (understates the link): {run.avg_busbw:g} GB/s"

@@ -379,7 +379,7 @@ def test_cli_reports_peak_apart_from_the_average(shared_data: Path, tmp_path: Pa
     log = shared_data / "real" / "nccl-tests" / "issue290-8xh100-single-node-nvls.txt"
     code, out, _ = run_main(main, tmp_path, [], ("nccl-tests", str(log)))
     assert code == 0
-    assert "peak busbw at sizes >= 256M: 476.53 GB/s" in out
+    assert "peak busbw 476.53 GB/s at 4G (sizes >= 256M: bandwidth-bound)" in out
     assert "439.369" in out
     code, out, _ = run_main(main, tmp_path, [], ("nccl-tests", str(log), "--format", "json"))
     assert code == 0 and '"peak_busbw_oop": 473.6' in out

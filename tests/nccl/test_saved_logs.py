@@ -179,7 +179,10 @@ def test_cli_says_what_it_could_not_read(shared_data: Path, tmp_path: Path) -> N
     code, out, err = run_main(main, tmp_path, [], ("nccl-tests", str(log)))
     assert code == 0
     assert "Avg bus bandwidth" not in out and "Out of bounds" not in out
-    assert "the tool's average" not in out and "peak busbw at sizes >= 256M: 298.82 GB/s" in out
+    assert (
+        "the tool's average" not in out
+        and "peak busbw 298.82 GB/s at 1G (sizes >= 256M: bandwidth-bound)" in out
+    )
     assert "truncated" in err and "skipped 1 line that is not" in err
     code, out, _ = run_main(main, tmp_path, [], ("nccl-tests", str(log), "--format", "json"))
     doc = json.loads(out)
