@@ -126,6 +126,12 @@ def _collect_env(text: str) -> bool:
     )
 
 
+def _nvidia_smi(text: str) -> bool:
+    """An nvidia-smi capture (its own banner or command lines in the first lines)."""
+    head = text[:4000]
+    return "NVIDIA-SMI" in head or "$ nvidia-smi" in head or "NVIDIA System Management" in head
+
+
 def load(target: str, platform: str = "linux-64") -> Environment:
     """A lockfile, an export YAML, a probe JSON, or a prefix directory (exported live)."""
     path = Path(target)
@@ -147,6 +153,11 @@ def load(target: str, platform: str = "linux-64") -> Environment:
             f"{path}: PyTorch's collect_env report: its [pip3] list also shows conda's own "
             "packages, so it cannot say which manager installed what; use a conda env export, "
             "the prefix, or envtool probe on that host"
+        )
+    if _nvidia_smi(text):
+        raise InputError(
+            f"{path}: an nvidia-smi capture (the GPUs' state), not an environment: use a lock, "
+            "an export, a prefix or envtool probe's JSON"
         )
     if explicit.is_explicit(text):
         return Environment(str(path), "lock", explicit.parse(text, path, platform))

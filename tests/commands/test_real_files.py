@@ -1,5 +1,6 @@
 """Every real file in ../shared/data/real is read, or refused with a message that says what
-the file is: locks, exports, nccl-tests logs, collect_env reports, a channel's repodata."""
+the file is: locks, exports, nccl-tests logs, collect_env reports, a channel's repodata,
+nvidia-smi captures."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ FILES = sorted(
 REFUSED = {
     "collect_env/": "PyTorch's collect_env report",
     "rattler-pytorch-channel/": "a conda channel's repodata.json",
+    "nvidia-smi/": "an nvidia-smi capture",
 }
 
 

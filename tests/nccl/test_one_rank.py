@@ -4,6 +4,9 @@ in-place calls move no data and get no bandwidth, the text says so, and the plot
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from conftest import require
 from fixtures.gpu import cuda_devices
@@ -18,7 +21,7 @@ from envtool.report.plot import series
 def one_rank():  # type: ignore[no-untyped-def]
     require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
     args = ["--nproc", "1", "-b", "4K", "-e", "256K", "-f", "4", "-n", "3", "-w", "1"]
-    *_, result = local.facts_and_allreduce(None, args, 120.0)
+    *_, result = local.facts_and_allreduce(Path(sys.prefix), args, 120.0)
     assert not result.error and result.nranks == 1
     return result
 
@@ -28,7 +31,7 @@ def test_cuda_graph_mode_is_nccl_only_and_says_so_in_one_line() -> None:
     GPU it measures (every figure per call); with gloo on the CPU it is one line of error."""
     require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
     args = ["--nproc", "1", "-b", "4K", "-e", "64K", "-f", "4", "-n", "5", "-w", "2", "-G", "3"]
-    raw_facts, _, raw, result = local.facts_and_allreduce(None, args, 120.0)
+    raw_facts, _, raw, result = local.facts_and_allreduce(Path(sys.prefix), args, 120.0)
     assert raw_facts["schema"] == "envtool.gpu-facts/1"  # the facts stand either way
     if cuda_devices():  # the GPU variant: NCCL, graphs captured and replayed
         assert not result.error and result.backend == "nccl", result.error
