@@ -100,10 +100,10 @@ def run(
         deadline = None if timeout is None else time.monotonic() + timeout
         overflow = streams.pump(data, deadline)
         if overflow:
-            _kill_group(proc)
+            _stop([proc], grace=1.0)
         proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        _stop([proc], grace=1.0)
         streams.drain()
         proc.wait()
         result = Result(args, -9, *streams.texts())
@@ -238,8 +238,9 @@ def kill_all(grace: float = 1.0) -> None:
 
 def _stop(procs: list[subprocess.Popen[bytes]], grace: float) -> None:
     """SIGTERM to each group, so traps and handlers clean up (a probe stops the torchrun it
-    started in a session of its own); SIGKILL to whatever of their sessions is still there
-    after ``grace`` seconds."""
+    started in a session of its own; the node script's EXIT trap removes its private folder,
+    which a SIGKILL would leave behind); SIGKILL to whatever of their sessions is still there
+    after ``grace`` seconds. Used on Ctrl-C, at a deadline and past --max-output alike."""
     for proc in procs:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGTERM)
