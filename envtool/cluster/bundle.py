@@ -84,9 +84,11 @@ def copy_package(target: Path) -> None:
 
 @contextlib.contextmanager
 def staged() -> Iterator[Path]:
-    """A private temporary folder (0700) holding only the package, removed afterwards."""
+    """A private temporary folder (0700) holding only the package and ``tmp``, the run's
+    TMPDIR, removed afterwards with whatever the run left in it."""
     with private.tempdir("envtool-node-") as root:
         shutil.copytree(package_dir(), root / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+        (root / "tmp").mkdir(mode=0o700)
         yield root
 
 
@@ -111,4 +113,5 @@ def run_module(
     with staged() as root:
         argv = [python, "-B", "-m", f"{PACKAGE}.{module}" if module else PACKAGE, *args]
         limits = (MAX_OUTPUT, MAX_STDERR)
-        return proc.run(argv, timeout=timeout, cwd=str(root), check=check, limits=limits)
+        env = {"TMPDIR": str(root / "tmp")}  # torch's, the ranks' and the facts' temp files
+        return proc.run(argv, timeout=timeout, cwd=str(root), env=env, check=check, limits=limits)

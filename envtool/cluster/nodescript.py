@@ -138,15 +138,18 @@ def node_script(options: FanoutOptions) -> str:
     """The POSIX sh the node runs: bundle from stdin → temp dir → envtool_node → cleanup."""
     limit = max(1, int(options.timeout))
     args = " ".join(quote(a) for a in options.node_args)
+    # The run's one private folder $x, which the EXIT trap removes: the bundle (unless shared)
+    # and, as the probe's TMPDIR, $x/tmp: every temp file of the node side (torchrun's log
+    # dir, the facts and result folders, torch's own) goes with it.
+    fetch = (
+        f"{_TMP_CHECK}"
+        'x=$(mktemp -d "$tp/envtool.XXXXXXXX") && mkdir "$x/tmp" || exit '
+        f"{schemas.EXIT_NO_TEMP_DIR}; "
+    )
     if options.bundle_dir:  # the package already sits on a filesystem every node mounts
-        fetch = _shared(options.bundle_dir, options.bundle_digest)
+        fetch += _shared(options.bundle_dir, options.bundle_digest)
     else:
-        fetch = (
-            f"{_TMP_CHECK}"
-            'x=$(mktemp -d "$tp/envtool.XXXXXXXX") || exit '
-            f"{schemas.EXIT_NO_TEMP_DIR}; d=$x; "
-            f'tar -xzf - -C "$d" || exit {schemas.EXIT_NO_BUNDLE}; '
-        )
+        fetch += f'd=$x; tar -xzf - -C "$d" || exit {schemas.EXIT_NO_BUNDLE}; '
     return (
         "umask 077; d=; x=; k=; w=; pp=$PPID; "
         f"{_TRAPS}{fetch}"
@@ -154,7 +157,8 @@ def node_script(options: FanoutOptions) -> str:
         f'if command -v timeout >/dev/null 2>&1; then t="timeout -k 5 {limit}"; else t=; fi; '
         # absolute paths: the package runs from the temp dir, a relative --prefix must not move
         'b=$(cd "$(dirname "$py")" && pwd) && py="$b/${py##*/}"; p=$(cd "$b/.." && pwd); '
-        f'(cd "$d" && exec $t "$py" -B -m envtool_node --prefix "$p" {args}) & k=$!; '
+        f'(cd "$d" && export TMPDIR="$x/tmp" && exec $t "$py" -B -m envtool_node --prefix "$p" '
+        f"{args}) & k=$!; "
         f"{_WATCHDOG}"
         # dash reports a job killed by a signal ("Terminated") on stderr: with the connection
         # gone that write would kill this shell by SIGPIPE before its EXIT trap cleans up
