@@ -84,8 +84,8 @@ _STOP = '{ kill -TERM "$k"; kill -TERM -"$k"; } 2>/dev/null'
 _TRAPS = (
     f'trap \'[ -z "$w" ] || kill "$w" 2>/dev/null; [ -z "$k" ] || {_STOP}; '
     '[ -z "$x" ] || rm -rf "$x"\' EXIT; '
-    "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; "
-)
+    "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 140' USR2; "
+)  # USR2: how envtool stops an srun step (srun passes it on; TERM it makes the tasks' KILL)
 # Without a pty, nothing tells a command that its ssh connection is gone: sshd's session
 # process (this script's parent) exits and the script runs on, reparented. So a background
 # loop reads the script's parent from /proc/$$/stat once a second (builtins only, no fork),

@@ -18,6 +18,7 @@ from envtool.errors import ResourceError, ToolError
 
 # What a process start fails with when envtool itself is out of a resource (not the command).
 RESOURCE_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN)
+Stop = tuple[int, float]  # the signal that asks a process group to stop, the seconds it gets
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,13 @@ def run(
     cwd: str | None = None,
     check: bool = True,
     limits: tuple[int | None, int | None] = (None, None),
+    stop: Stop = (signal.SIGTERM, 1.0),
 ) -> Result:
     """Run ``argv`` to completion; raise ProcessError on failure when ``check``. ``limits``
     bound stdout and stderr while they are read: a process that writes more is stopped and
-    its Result says which stream overflowed (what it wrote up to the limit is kept)."""
+    its Result says which stream overflowed (what it wrote up to the limit is kept). ``stop``:
+    the signal that asks it to stop (srun passes SIGUSR2 on to its tasks as it is, but turns
+    SIGTERM into their SIGKILL), and how long it gets before SIGKILL."""
     args = tuple(str(a) for a in argv)
     full_env = {**os.environ, **env} if env is not None else None
     with _signals_deferred() as deferred:  # a Ctrl-C inside Popen would orphan the child
@@ -91,7 +95,7 @@ def run(
                 raise resource_error(args[0], exc) from None
             raise ProcessError(f"cannot run {args[0]}: {exc.strerror}") from None
         with _LOCK:
-            _ACTIVE.add(proc)
+            _ACTIVE[proc] = stop
     try:
         for signum in deferred:  # delivered now, where the child is stopped with us
             signal.raise_signal(signum)
@@ -100,21 +104,21 @@ def run(
         deadline = None if timeout is None else time.monotonic() + timeout
         overflow = streams.pump(data, deadline)
         if overflow:
-            _stop([proc], grace=1.0)
+            _stop([proc])
         proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
-        _stop([proc], grace=1.0)
+        _stop([proc])
         streams.drain()
         proc.wait()
         result = Result(args, -9, *streams.texts())
         raise ProcessError(f"{args[0]} timed out after {timeout:g} s", result) from None
     except BaseException:  # Ctrl-C: let it clean up (its own children too), then kill
-        _stop([proc], grace=1.0)
+        _stop([proc])
         proc.wait()
         raise
     finally:
         with _LOCK:
-            _ACTIVE.discard(proc)
+            _ACTIVE.pop(proc, None)
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
@@ -225,25 +229,29 @@ def _signals_deferred() -> Iterator[list[int]]:
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
-_ACTIVE: set[subprocess.Popen[bytes]] = set()
+_ACTIVE: dict[subprocess.Popen[bytes], Stop] = {}
 _LOCK = threading.Lock()
 
 
-def kill_all(grace: float = 1.0) -> None:
+def kill_all() -> None:
     """Stop every process still running (on Ctrl-C: no ssh, srun or local probe is left)."""
     with _LOCK:
         active = list(_ACTIVE)
-    _stop(active, grace)
+    _stop(active)
 
 
-def _stop(procs: list[subprocess.Popen[bytes]], grace: float) -> None:
-    """SIGTERM to each group, so traps and handlers clean up (a probe stops the torchrun it
-    started in a session of its own; the node script's EXIT trap removes its private folder,
-    which a SIGKILL would leave behind); SIGKILL to whatever of their sessions is still there
-    after ``grace`` seconds. Used on Ctrl-C, at a deadline and past --max-output alike."""
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Each group's stop signal (SIGTERM, or what run's ``stop`` says), so traps and handlers
+    clean up (a probe stops the torchrun it started in a session of its own; the node script's
+    EXIT trap removes its private folder, which a SIGKILL would leave behind); SIGKILL to
+    whatever of their sessions is still there after the longest grace. Used on Ctrl-C, at a
+    deadline and past --max-output alike."""
+    grace = 0.0
     for proc in procs:
+        signum, wait = _ACTIVE.get(proc, (signal.SIGTERM, 1.0))
+        grace = max(grace, wait)
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
+            os.killpg(proc.pid, signum)
     end = time.monotonic() + grace
     while time.monotonic() < end and any(_session(p.pid, alive=True) for p in procs):
         time.sleep(0.02)

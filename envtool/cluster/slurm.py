@@ -9,6 +9,7 @@ answer from one task, is that node's problem.
 from __future__ import annotations
 
 import re
+import signal
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -23,6 +24,10 @@ from envtool.protocol.documents import NodeDocument, Unreadable, read_node
 from envtool.protocol.types import Answer, HostReport, Outcome, Problem, ProblemKind
 
 SRUN_CHUNK = 1024  # srun --label cuts a task's long lines into labelled pieces of this size
+# srun turns a SIGTERM into its tasks' SIGKILL ("forcing job termination"), which leaves each
+# node script's folder behind; SIGUSR2 it passes on as it is: each task's trap cleans up and
+# exits, then srun does (a step that has not within 5 s is killed).
+SRUN_STOP = (signal.SIGUSR2, 5.0)
 
 
 def srun_argv(hosts: Sequence[Host], options: FanoutOptions) -> list[str]:
@@ -144,8 +149,9 @@ def run_slurm(hosts: Sequence[Host], options: FanoutOptions, bundle: bytes) -> l
     limits = (options.max_output * n, options.max_stderr * n)
     try:
         result = proc.run(
-            srun_argv(hosts, options), input=bundle, timeout=deadline, check=False, limits=limits
-        )
+            srun_argv(hosts, options), input=bundle, timeout=deadline, check=False, limits=limits,
+            stop=SRUN_STOP,
+        )  # fmt: skip
         out, err, why = result.stdout, result.stderr, f"srun exited {result.returncode}"
         if result.overflow:
             why = f"srun printed more than {n} x --max-output on {result.overflow}: stopped"

@@ -257,11 +257,14 @@ def test_ctrl_c_cancels_the_srun_step_on_every_node(
 
     envtool = str(Path(sys.executable).parent / "envtool")
     argv = [envtool, "verify", "--transport", "slurm", "--hosts", "node[1-2]", "--no-lock"]
+    temp = tmp_path / "tmp"  # srun passes it on: each node script's folder is made here
+    temp.mkdir()
     run = subprocess.Popen(
         [*argv, "--prefix", f"{hung}/{{node}}", "--min-gpus", "0", "--timeout", "120"],
         cwd=proj.root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(temp)},
     )
     end = time.monotonic() + 60
     while not any("sleep 4321" in a for a in left()) and time.monotonic() < end:
@@ -277,6 +280,9 @@ def test_ctrl_c_cancels_the_srun_step_on_every_node(
     steps = subprocess.run(["squeue", "-h", "-s"], capture_output=True, text=True).stdout
     assert remaining == [], remaining  # srun cancelled the step: no task left on any node
     assert "envtool" not in steps, steps
+    # srun was asked with SIGUSR2, which it passes on: each task's trap removed its folder
+    # (a SIGTERM becomes the tasks' SIGKILL, which left the hung node's envtool.* here)
+    assert sorted(p.name for p in temp.iterdir()) == [], list(temp.iterdir())
 
 
 def test_a_node_cannot_answer_for_another(lab: tuple[Project, Path]) -> None:
