@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_PATH_ENTRIES, MAX_MAPPED, MAX_PLUGINS = 100, 16, 16
+MAX_MAPS = 16 * 2**20  # /proc/self/maps read at most this far
 
 # kind → how its file name starts (``libcudnn.so.9`` is cuDNN; ``libcudnn_ops.so.9`` a part)
 LIBRARIES = (
@@ -100,14 +101,29 @@ def library_version(kind: str, path: str) -> str | None:
     return None
 
 
+def prefix_link(path: str, prefix: str) -> str | None:
+    """The file of ``prefix`` that is a link to the mapped ``path`` (maps shows real paths: a
+    prefix conda installed with softlinks into its package cache maps the cache's files)."""
+    for folder in ("lib", "lib64"):
+        candidate = os.path.join(prefix, folder, os.path.basename(path))
+        if os.path.islink(candidate) and os.path.realpath(candidate) == path:
+            return candidate
+    return None
+
+
 def _libraries() -> list[dict[str, Any]]:
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
-            text = fh.read()
+            text = fh.read(MAX_MAPS)
     except OSError:
         return []
     return [
-        {"kind": kind, "path": path, "version": library_version(kind, path)}
+        {
+            "kind": kind,
+            "path": path,
+            "version": library_version(kind, path),
+            "linked_from": prefix_link(path, sys.prefix),
+        }
         for kind, path in mapped(text)
     ]
 

@@ -178,7 +178,8 @@ def outside_prefix(facts: NodeFacts, prefix: str) -> list[Finding]:
         out.append(_outside("torch", prefix, torch, _python_cause(rt, env)))
     for kind, (subject, _) in LIBRARIES.items():
         for lib in rt.mapped(kind):
-            if not inside(lib.path, roots):
+            own = lib.linked_from is not None and inside(lib.linked_from, roots)
+            if not own and not inside(lib.path, roots):  # a softlinked prefix's own file
                 version = f" {lib.version}" if lib.version else ""
                 actual = f"{os.path.basename(lib.path)}{version} at {os.path.dirname(lib.path)}"
                 out.append(_outside(subject, prefix, actual, _library_cause(lib.path, env)))

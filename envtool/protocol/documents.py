@@ -88,6 +88,7 @@ def _library(item: Any) -> Library:
         string(doc, "kind", 20) or "?",
         string(doc, "path", PATH_LIMIT) or "",
         string(doc, "version", 40),
+        string(doc, "linked_from", PATH_LIMIT),
     )
 
 

@@ -27,6 +27,7 @@ class Library:
     kind: str  # nccl | nccl-net | cudart | cudnn
     path: str
     version: str | None = None  # what the library itself reports
+    linked_from: str | None = None  # the prefix's own link to it (a softlinked install)
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,30 @@ def test_a_preloaded_nccl_is_mapped_read_and_named(
     assert "libnccl.so.2 2.19.3" in found[0].actual and "unset LD_PRELOAD" in words(found[0]).fix
 
 
+def test_a_softlinked_prefix_maps_its_own_nccl_from_the_package_cache(
+    runtime_prefix: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """conda's always_softlink: the prefix's lib/libnccl.so.2 is a link into the package
+    cache, so /proc/self/maps shows the cache's path. That file is the prefix's own: no
+    loaded-outside-prefix (the probe names the prefix's link to it)."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    require(compiler is not None, "no C compiler (apt-get install gcc libc6-dev)")
+    assert compiler is not None
+    source = tmp_path / "nccl.c"
+    source.write_text(FAKE_NCCL)
+    cached = tmp_path / "pkgs" / "nccl-2.19.3.1-h0" / "lib" / "libnccl.so.2"
+    cached.parent.mkdir(parents=True)
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(cached), str(source)], check=True)
+    own = runtime_prefix / "lib" / "libnccl.so.2"
+    own.symlink_to(cached)
+    monkeypatch.setenv("LD_PRELOAD", str(own))  # what torch's RUNPATH would load, in place
+    _, facts = local.facts(runtime_prefix)
+    assert facts.runtime is not None
+    (nccl,) = facts.runtime.mapped("nccl")
+    assert (nccl.path, nccl.linked_from) == (str(cached), str(own))
+    assert _check(facts, runtime_prefix) == []
+
+
 def test_net_plugins_on_the_library_path_are_listed(
     runtime_prefix: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
