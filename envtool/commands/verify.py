@@ -144,7 +144,7 @@ def run(args: VerifyArgs) -> int:
         findings = explain(fold([*findings, *judge_pairs.decide(run, policy.gpu)]))
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
-        run,
+        run, verdict.unused(policy),
     )  # fmt: skip
     report.show(result, args.fmt, args.output, args.show_all, args.wide)
     if args.junit is not None:

@@ -64,6 +64,7 @@ class Kind(str, Enum):
     UNREACHABLE = "unreachable"
     PROBE_FAILED = "probe-failed"
     ENV_MISSING = "env-missing"
+    NOT_CHECKED = "not-checked"
     RUNTIME_DIFFERS = "runtime-differs"
     LOADED_OUTSIDE = "loaded-outside-prefix"
     LOADED_TWICE = "library-loaded-twice"

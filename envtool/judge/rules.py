@@ -229,6 +229,14 @@ RULES: dict[Kind, Rule] = {
         "`envtool install ... --prefix PREFIX` on the node, or pass `--prefix`",
         EVERYTHING,
     ),
+    Kind.NOT_CHECKED: Rule(
+        Check.REACHABLE, Severity.ERROR, None,
+        "a check that was asked for could not run on that node: its answer holds no GPU facts "
+        "under `--min-gpus N`, or no all-reduce result under `--allreduce node`, and no part of "
+        "it failed to say why; \"all good\" never rests on a check that did not happen",
+        "run envtool probe on the node by hand: its answer lacks what was asked",
+        "run `envtool probe` on the node by hand",
+    ),
     Kind.RUNTIME_DIFFERS: Rule(
         Check.RUNTIME, Severity.ERROR, None,
         "what the environment's python really runs is not what the lock pins: the interpreter's "

@@ -29,6 +29,7 @@ class Verdict:
     lock_path: str
     seconds: float
     pairs: PairsRun | None = None  # --allreduce pairs
+    unchecked: tuple[str, ...] = ()  # asked for, but this run cannot check it (and why)
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,31 @@ def _reachability(r: HostReport) -> list[Finding]:
                     failure=failure, problem=problem)
         )  # fmt: skip
     return out
+
+
+def _not_checked(reports: list[HostReport], policy: Policy) -> list[Finding]:
+    """A check asked for that a host's answer gives nothing to (and no failed part explains):
+    no GPU facts under --min-gpus, no all-reduce result under --allreduce node."""
+    kind, out = Kind.NOT_CHECKED, []
+    for r in reports:
+        failed = {p.part for p in r.problems}
+        if not r.ok or "answer" in failed:
+            continue
+        if policy.gpu.min_gpus > 0 and r.facts is None and "facts" not in failed:
+            expected = f"GPU facts (--min-gpus {policy.gpu.min_gpus})"
+            out.append(Finding(kind, severity(kind), "GPUs", expected, "none", (r.host,)))
+        if policy.allreduce == "node" and r.allreduce is None and "allreduce" not in failed:
+            expected = "a result (--allreduce node)"
+            out.append(Finding(kind, severity(kind), "all-reduce", expected, "none", (r.host,)))
+    return out
+
+
+def unused(policy: Policy) -> tuple[str, ...]:
+    """What was asked for that this run cannot check (said beside "all good")."""
+    busbw = policy.gpu.min_busbw is not None or policy.gpu.baseline_busbw is not None
+    if busbw and policy.allreduce == "off":
+        return ("busbw (--min-busbw/--baseline need an --allreduce mode)",)
+    return ()
 
 
 def _unreadable(envs: dict[str, Environment]) -> list[Finding]:
@@ -194,6 +220,7 @@ def decide(reports: list[HostReport], lock: Environment | None, policy: Policy) 
     found: list[Finding] = []
     for r in reports:
         found += _reachability(r)
+    found += _not_checked(reports, policy)
     envs = {r.host: r.env for r in reports if r.env is not None}
     found += _unreadable(envs)
     if lock is not None:

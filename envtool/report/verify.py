@@ -142,7 +142,8 @@ def _compared(verdict: Verdict) -> str:
     missing = len(verdict.reports) - len(loaded)
     note = f"; no runtime from {missing} host(s) (an older probe)" if missing else ""
     checked = f"compared {against}: {', '.join(levels) or 'package records'}{note}"
-    return f"{checked}\nall-reduce: {_allreduce_checked(verdict)}"
+    unchecked = f"\nnot checked: {', '.join(verdict.unchecked)}" if verdict.unchecked else ""
+    return f"{checked}\nall-reduce: {_allreduce_checked(verdict)}{unchecked}"
 
 
 def _allreduce_checked(verdict: Verdict) -> str:
