@@ -83,12 +83,16 @@ FACTS: tuple[tuple[str, Callable[[NodeFacts], object], tuple[str, ...]], ...] = 
 )
 
 
+LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD")  # which library file a rank loads
+
+
 def _env_checks(facts: dict[str, NodeFacts]) -> list[Finding]:
     names = sorted({k for f in facts.values() for k, _ in f.env if k.startswith("NCCL_")})
     out: list[Finding] = []
-    for name in names:
+    for name in [*names, *LOADER_VARIABLES]:
+        kind = Kind.LOADER_ENV_DIFFERS if name in LOADER_VARIABLES else Kind.NCCL_ENV_DIFFERS
         values = {h: dict(f.env).get(name, "(unset)") for h, f in facts.items()}
-        out += differences(values, Kind.NCCL_ENV_DIFFERS, severity(Kind.NCCL_ENV_DIFFERS), name)
+        out += differences(values, kind, severity(kind), name)
     return out
 
 

@@ -52,6 +52,7 @@ class Kind(str, Enum):
     VERSION_MISMATCH = "version-mismatch"
     GPU_COUNT_DIFFERS = "gpu-count-differs"
     NCCL_ENV_DIFFERS = "nccl-env-differs"
+    LOADER_ENV_DIFFERS = "loader-env-differs"
     CUDA_UNAVAILABLE = "cuda-unavailable"
     TOO_FEW_GPUS = "too-few-gpus"
     DRIVER_TOO_OLD = "driver-too-old"

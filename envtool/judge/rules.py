@@ -141,6 +141,15 @@ RULES: dict[Kind, Rule] = {
         "make {subject} match the other nodes",
         "set it the same everywhere",
     ),
+    Kind.LOADER_ENV_DIFFERS: Rule(
+        Check.MAJORITY, Severity.WARNING, None,
+        "`LD_LIBRARY_PATH` or `LD_PRELOAD` differs between nodes: the loader may pick another "
+        "NCCL, cuBLAS or libtorch on some of them (torch's `RUNPATH $ORIGIN` loses to "
+        "`LD_LIBRARY_PATH`); where that changes what a rank loads, the runtime findings name "
+        "the file",
+        "set {subject} the same on every node (or unset it)",
+        "set it the same everywhere, or unset it",
+    ),
     Kind.CUDA_UNAVAILABLE: Rule(
         Check.GPU, Severity.ERROR, Severity.INFO,
         "`torch.cuda.is_available()` is false; the notes say why (no driver, CPU-only build, "

@@ -59,6 +59,19 @@ def test_version_and_env_mismatch_name_the_odd_host() -> None:
     assert (nccl.subject, nccl.expected, nccl.actual) == ("NCCL", "2.18.3", "2.16.5")
 
 
+def test_the_loader_variables_differing_between_nodes_are_judged() -> None:
+    """LD_LIBRARY_PATH / LD_PRELOAD on one node only: the loader may pick another library
+    there (issue 24); the same value everywhere says nothing."""
+    lib = ("LD_LIBRARY_PATH", "/opt/libtorch/lib")
+    base = (("NCCL_SOCKET_IFNAME", "ib0"),)
+    found = gpuchecks.check(reports(a=facts(), b=facts(), c=facts(env=(*base, lib))), POLICY)
+    assert kinds(found) == {("loader-env-differs", ("c",))}
+    odd = next(iter(found))
+    assert (odd.subject, odd.expected, odd.actual) == ("LD_LIBRARY_PATH", "(unset)", lib[1])
+    same = gpuchecks.check(reports(a=facts(env=(*base, lib)), b=facts(env=(*base, lib))), POLICY)
+    assert not any(f.kind == "loader-env-differs" for f in same)
+
+
 def test_driver_minimums_for_cuda_118() -> None:
     found = gpuchecks.check(
         reports(
