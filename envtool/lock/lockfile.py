@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from envtool import yamlio
-from envtool.lock import explicit
+from envtool.lock import explicit, secrets
 from envtool.lock.locked import LockedPackage as LockedPackage  # re-exported: the model's home
 from envtool.lock.locked import fail, only_keys, read_entries, write_entries
 from envtool.yamlio import line_of
@@ -167,7 +167,9 @@ def dumps(lock: Lockfile) -> str:
     """The YAML text of a lockfile, header comment included."""
     meta: dict[str, Any] = {
         "content_hash": dict(lock.metadata.content_hash),
-        "channels": [{"url": c, "used_env_vars": []} for c in lock.metadata.channels],
+        "channels": [
+            {"url": c, "used_env_vars": list(secrets.used_vars(c))} for c in lock.metadata.channels
+        ],
         "platforms": list(lock.metadata.platforms),
         "sources": list(lock.metadata.sources),
     }

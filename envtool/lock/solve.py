@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from envtool.errors import InputError, SolveError
+from envtool.lock import secrets
 from envtool.lock.lockfile import LockedPackage
 from envtool.lock.spec import EnvSpec, VirtualPackage
 from envtool_node.channels import base_url
@@ -74,7 +75,10 @@ class RattlerSolver:
         from rattler import Channel, Gateway
 
         gateway = Gateway(cache_dir=request.cache_dir / "repodata")
-        channels = [Channel(source_channel(c, request.mirrors)) for c in request.env.channels]
+        channels = [  # a channel's credentials filled in here, in memory only
+            Channel(secrets.expand(source_channel(c, request.mirrors)))
+            for c in request.env.channels
+        ]
         out: list[LockedPackage] = []
         for platform in request.platforms:
             records = await self._solve_one(request, gateway, channels, specs, platform)
@@ -111,7 +115,7 @@ class RattlerSolver:
             ) from None
         except GatewayError as exc:
             raise InputError(
-                f"{request.env.path}: cannot read a channel: {shorten(str(exc))}"
+                f"{request.env.path}: cannot read a channel: {secrets.mask(shorten(str(exc)))}"
             ) from None
         return records
 
@@ -139,7 +143,11 @@ def canonical_url(url: str, channels: tuple[str, ...], mirrors: Mapping[str, str
 
 
 def _to_locked(record: Any, platform: str, request: SolveRequest) -> LockedPackage:
-    url = canonical_url(str(record.url), request.env.channels, request.mirrors)
+    url = canonical_url(
+        secrets.retemplate(str(record.url), request.env.channels),
+        request.env.channels,
+        request.mirrors,
+    )  # the channel's ${VAR} template back in place of its credentials
     if not record.md5:
         raise InputError(f"{url}: the channel's record has no md5, which conda-lock v1 requires")
     return LockedPackage(

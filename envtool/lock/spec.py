@@ -11,6 +11,7 @@ from typing import Any
 
 from envtool import yamlio
 from envtool.errors import InputError
+from envtool.lock import secrets
 from envtool.yamlio import line_of
 
 KNOWN_PLATFORMS = (
@@ -147,7 +148,10 @@ def read_env(path: Path) -> EnvSpec:
     name = doc.get("name") or path.resolve().parent.name
     if not isinstance(name, str):
         raise _fail(path, line_of(doc, "name"), "'name' must be a string")
-    channels = tuple(c for c in _strings(path, doc, "channels") if c != "nodefaults")
+    # credentials as ${VAR} templates from here on: nothing downstream can write a secret
+    channels = tuple(
+        secrets.template(c) for c in _strings(path, doc, "channels") if c != "nodefaults"
+    )
     if not channels:
         raise _fail(path, line_of(doc), "no channels given ('channels: [conda-forge]')")
     platforms = _strings(path, doc, "platforms")

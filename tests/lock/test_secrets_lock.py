@@ -1,0 +1,50 @@
+"""A channel behind a token and a password, locked for real: the lock holds ``${VAR}``
+templates and ``used_env_vars``, never the secret (issue 24 item 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import ENV_TEMPLATE, Project, serve
+
+SECRET, PASSWORD = "tk-5ecret-123", "hunter2-5ecret"
+
+
+@pytest.fixture
+def behind_a_token(channel: Path, tmp_path: Path) -> Path:
+    """The tests' channel served at /t/<token>/lab (as anaconda.org serves private channels)."""
+    root = tmp_path / "site"
+    (root / "t" / SECRET).mkdir(parents=True)
+    (root / "t" / SECRET / "lab").symlink_to(channel)
+    return root
+
+
+def test_the_lock_holds_templates_never_the_secret(
+    behind_a_token: Path, project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAB_REPO_TOKEN", SECRET)
+    monkeypatch.setenv("LAB_CHANNEL_PASSWORD", PASSWORD)
+    with serve(behind_a_token) as url:
+        host = url.removeprefix("http://")
+        literal = f"http://bob:{PASSWORD}@{host}/t/{SECRET}/lab"
+        project.write_env(ENV_TEMPLATE.format(channel=literal))
+        code, out, err = project.run("lock")
+    assert code == 0, err
+    text = project.lock.read_text()
+    assert SECRET not in text and PASSWORD not in text and SECRET not in out + err
+    assert f"http://bob:${{LAB_CHANNEL_PASSWORD}}@{host}/t/${{LAB_REPO_TOKEN}}/lab" in text
+    assert "used_env_vars: [LAB_CHANNEL_PASSWORD, LAB_REPO_TOKEN]" in text or (
+        "- LAB_CHANNEL_PASSWORD\n" in text and "- LAB_REPO_TOKEN\n" in text
+    )
+    assert "/t/${LAB_REPO_TOKEN}/lab/linux-64/" in text  # each package URL too
+
+
+def test_a_literal_secret_no_variable_holds_is_refused_unshown(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LAB_REPO_TOKEN", raising=False)
+    project.write_env(ENV_TEMPLATE.format(channel=f"https://conda.lab/t/{SECRET}/lab"))
+    code, out, err = project.run("lock")
+    assert code == 2 and SECRET not in out + err and "/t/***/lab" in err
+    assert "environment variable" in err and err.count("\n") == 1
