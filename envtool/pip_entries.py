@@ -28,6 +28,7 @@ _VERSION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9!+._-]*$")  # PEP 440, local part 
 _REV = re.compile(r"^[^\s@#?]+$")
 _SDIST = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".zip")
 _URL_SCHEMES = ("http", "https", "file", "ftp")
+_BREAKS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")  # what splitlines splits at
 _VCS_SCHEMES = ("http", "https", "ssh", "git", "file")
 
 
@@ -40,6 +41,10 @@ def parse(line: str) -> Package:
     text = line.strip()
     if not text:
         raise BadEntry("an empty pip entry")
+    if _BREAKS.search(text):  # pip reads what follows a line break as another requirement
+        raise BadEntry("a pip entry is one line: it holds a line break or control character")
+    if text.startswith("-") and not _EDITABLE.match(text):
+        raise BadEntry("a pip option is not a pip entry (only '-e' is)")
     editable = _EDITABLE.match(text)
     if editable:
         return _from_url(editable.group(1), "", editable=True)

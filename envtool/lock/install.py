@@ -13,19 +13,16 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
-from envtool import private
-from envtool.cluster import proc
 from envtool.errors import InputError, InstallError, ProblemFound
-from envtool.lock import filelock, lockfile, pin, sources
+from envtool.lock import filelock, lockfile, pin, pip_install, sources
 from envtool.lock.lockfile import LockedPackage, Lockfile
 from envtool.lock.prefixes import INCOMPLETE_MARKER, source_env
 from envtool.lock.solve import default_cache_dir
 from envtool.yamlio import write_atomic
 
 _BUILD_NUMBER = re.compile(r"_(\d+)$")
-PIP_TIMEOUT = 1800.0
 
 
 @dataclass(frozen=True)
@@ -115,7 +112,7 @@ def verify_local_archives(packages: list[LockedPackage]) -> None:
         parsed = urlparse(pkg.url)
         if parsed.scheme != "file":
             continue
-        digests = _file_digests(pkg.url, Path(unquote(parsed.path)))
+        digests = _file_digests(pkg.url, Path(sources.resolved_path(pkg.url)))
         for kind, want in (("md5", pkg.md5), ("sha256", pkg.sha256)):
             got = digests[kind]
             if want and got != want:
@@ -124,7 +121,7 @@ def verify_local_archives(packages: list[LockedPackage]) -> None:
                 )
 
 
-def _install_conda(packages: list[LockedPackage], options: InstallOptions, cache: Path) -> None:
+def _install_conda(packages: list[LockedPackage], options: InstallOptions, cache: Path) -> int:
     from rattler import install
     from rattler.exceptions import InstallerError
     from rattler.platform import Subdir
@@ -145,6 +142,22 @@ def _install_conda(packages: list[LockedPackage], options: InstallOptions, cache
     except InstallerError as exc:
         detail = " ".join(str(exc).split())
         raise InstallError(f"{options.prefix}: install failed: {detail}") from None
+    return _count_installed(packages, options.prefix)
+
+
+def _count_installed(packages: list[LockedPackage], prefix: Path) -> int:
+    """How many of the lock's conda packages the prefix's records show as installed, each
+    from the URL the install checked (InstallError for the first one missing)."""
+    have = {
+        (str(r.name.normalized), str(r.version), str(r.build)): str(r.url)
+        for r in _installed(prefix)
+    }
+    for pkg in packages:
+        url = have.get((pkg.name, pkg.version, pkg.build))
+        if url != pkg.url:
+            found = f"from {url}" if url else "no record"
+            raise InstallError(f"{prefix}: {pkg.filename} is not installed as locked ({found})")
+    return len(packages)
 
 
 def _prefix_python(prefix: Path, platform: str) -> Path:
@@ -152,33 +165,6 @@ def _prefix_python(prefix: Path, platform: str) -> Path:
     if not python.exists():
         raise InstallError(f"{prefix}: pip entries need python in the prefix, found none")
     return python
-
-
-def _install_pip(packages: list[LockedPackage], options: InstallOptions) -> None:
-    python = _prefix_python(options.prefix, options.platform)
-    lines = [f"{p.name} @ {p.url} --hash=sha256:{p.sha256}" for p in packages]
-    with private.tempdir("envtool-req-") as tmp:
-        req = tmp / "requirements.txt"
-        req.write_text("\n".join(lines) + "\n")
-        argv = [
-            str(python),
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "--require-hashes",
-            "--no-input",
-            "--disable-pip-version-check",
-            "--no-warn-script-location",
-            "--prefix",
-            str(options.prefix),
-            "-r",
-            str(req),
-        ]
-        try:
-            proc.run(argv, timeout=PIP_TIMEOUT)
-        except proc.ProcessError as exc:
-            raise InstallError(f"{options.prefix}: pip install failed: {exc}") from None
 
 
 def _remove_prefix(prefix: Path) -> None:
@@ -232,22 +218,28 @@ def install(options: InstallOptions) -> InstallResult:
             f"hash-checked file: envtool install cannot install it (pip install --no-deps "
             f"'{p.name} @ {pinned}' does, unchecked)"
         )
-    sources.check(packages, dict(options.mirrors), options.allow_insecure_url)
+    # the URLs checked (resolved) are the URLs used, for conda and for pip alike
+    used = sources.checked(
+        packages, dict(options.mirrors), options.allow_insecure_url, options.lock_path
+    )
+    conda = [p for p in used if p.manager == "conda"]
+    pip = [p for p in used if p.manager == "pip"]
+    lines = [pip_install.requirement(options.lock_path, p) for p in pip]
     if not options.allow_stale:
         ensure_fresh(options.lock_path, data, options.platform)
-    conda = [p for p in packages if p.manager == "conda"]
-    pip = [p for p in packages if p.manager == "pip"]
     busy = f"{options.prefix}: another envtool install into it is running"
     with filelock.held(options.prefix, "install", wait=False, busy=busy):
         created = not options.prefix.exists()  # decided under the lock: the prefix is ours
         try:
             marker = _mark_incomplete(options)  # a new prefix too: a SIGKILL runs no cleanup
-            _install_conda(conda, options, options.cache_dir or default_cache_dir())
+            n_conda = _install_conda(conda, options, options.cache_dir or default_cache_dir())
+            n_pip = 0
             if pip:
-                _install_pip(pip, options)
+                python = _prefix_python(options.prefix, options.platform)
+                n_pip = pip_install.install(pip, lines, python, options.prefix)
         except BaseException:
             if created:  # a prefix we made and could not finish is removed, not left half-built
                 _remove_prefix(options.prefix)
             raise  # an existing prefix keeps the marker: it is no longer what it was
         marker.unlink(missing_ok=True)
-    return InstallResult(options.prefix, len(conda), len(pip), time.perf_counter() - start)
+    return InstallResult(options.prefix, n_conda, n_pip, time.perf_counter() - start)

@@ -37,9 +37,11 @@ _PKG_KEYS = frozenset(
         "build",
     }
 )
-_MD5 = re.compile(r"^[0-9a-f]{32}$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_COMMIT = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")  # SHA-1 or SHA-256 object ids
+_MD5 = re.compile(r"[0-9a-f]{32}")  # fullmatch: '$' would let a trailing newline through
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_COMMIT = re.compile(r"(?:[0-9a-f]{40}|[0-9a-f]{64})")  # SHA-1 or SHA-256 object ids
+# what str.splitlines (pip's requirements reader) splits at, and every other control character
+_BREAKS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
 _ARCHIVE = re.compile(r"(\.tar\.bz2|\.conda)$")
 VCS_SCHEMES = ("git+", "hg+", "svn+", "bzr+")  # pip's VCS URL prefixes
 
@@ -121,10 +123,10 @@ def _url_revision(url: str) -> str:
 
 def _vcs_revision(path: Path, hashes: Any, url: str, sha: Any) -> str:
     line = line_of(hashes, "sha256") if "sha256" in hashes else line_of(hashes)
-    if not (isinstance(sha, str) and _COMMIT.match(sha)):
+    if not (isinstance(sha, str) and _COMMIT.fullmatch(sha)):
         raise fail(path, line, "a pip VCS entry keeps its commit id (40 hex digits) in sha256")
     pinned = _url_revision(url)
-    if _COMMIT.match(pinned) and pinned != sha:
+    if _COMMIT.fullmatch(pinned) and pinned != sha:
         raise fail(path, line, f"the URL pins commit {pinned} but sha256 says {sha}")
     return sha
 
@@ -138,11 +140,11 @@ def _hashes(path: Path, entry: Any, manager: str, url: str) -> tuple[str | None,
     if unknown:
         raise fail(path, line_of(hashes), f"unknown hash kind {sorted(unknown)[0]!r}")
     md5, sha = hashes.get("md5"), hashes.get("sha256")
-    if md5 is not None and not (isinstance(md5, str) and _MD5.match(md5)):
+    if md5 is not None and not (isinstance(md5, str) and _MD5.fullmatch(md5)):
         raise fail(path, line_of(hashes, "md5"), "md5 must be 32 hex digits")
     if manager == "pip" and url.startswith(VCS_SCHEMES):
         return md5, None, _vcs_revision(path, hashes, url, sha)
-    if sha is not None and not (isinstance(sha, str) and _SHA256.match(sha)):
+    if sha is not None and not (isinstance(sha, str) and _SHA256.fullmatch(sha)):
         raise fail(path, line_of(hashes, "sha256"), "sha256 must be 64 hex digits")
     if manager == "conda" and md5 is None:
         raise fail(path, line_of(hashes), "a conda entry must carry an md5 hash")
@@ -171,8 +173,32 @@ def _source(path: Path, entry: Any) -> str:
     return url
 
 
+def _one_line(path: Path, entry: Any, name: str, node: Any, key: str = "") -> None:
+    """Every string of an entry (keys too) is one line: a line break or NUL in a URL became
+    a second requirement in pip's requirements file (issue 24)."""
+    items: Any = node.items() if isinstance(node, dict) else ()
+    if isinstance(node, list):
+        items = enumerate(node)
+    for k, value in items:
+        field = str(k) if isinstance(k, str) else key
+        for text in (k, value):
+            if isinstance(text, str) and _BREAKS.search(text):
+                raise fail(
+                    path,
+                    line_of(node, k) or line_of(entry),
+                    f"package {name!r}: '{field}' holds a line break or control character "
+                    f"({text!r})",
+                )
+        _one_line(path, entry, name, value, field)
+
+
 def _package(path: Path, entry: Any) -> LockedPackage:
     only_keys(path, entry, _PKG_KEYS, "package")
+    for key, why in (("name", names.why_bad_name), ("version", names.why_bad_version)):
+        if problem := why(_str(path, entry, key)):
+            of = f" (package {entry.get('name')!r})" if key == "version" else ""
+            raise fail(path, line_of(entry, key), problem + of)
+    _one_line(path, entry, str(entry.get("name")), entry)
     manager = _str(path, entry, "manager")
     if manager not in ("conda", "pip"):
         raise fail(
@@ -184,10 +210,13 @@ def _package(path: Path, entry: Any) -> LockedPackage:
     if not isinstance(entry.get("optional", False), bool):
         raise fail(path, line_of(entry, "optional"), "'optional' must be true or false")
     url = _str(path, entry, "url")
+    if url.lstrip().startswith("-"):
+        raise fail(
+            path,
+            line_of(entry, "url"),
+            f"package {entry.get('name')!r}: url {url!r} is a pip option, not a URL",
+        )
     md5, sha, revision = _hashes(path, entry, manager, url)
-    for key, why in (("name", names.why_bad_name), ("version", names.why_bad_version)):
-        if problem := why(_str(path, entry, key)):
-            raise fail(path, line_of(entry, key), problem)
     return LockedPackage(
         name=_str(path, entry, "name"),
         version=_str(path, entry, "version"),

@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlparse
 from envtool import private
 from envtool.cluster import proc
 from envtool.errors import InputError, ToolError
+from envtool.lock import pip_install
 from envtool.lock.lockfile import LockedPackage
 from envtool.lock.spec import EnvSpec
 from envtool.models import CONDA_TO_PYPI, normalize
@@ -156,5 +157,7 @@ def lock_pip(
             report = json.loads(result.stdout)
         except json.JSONDecodeError:
             raise ToolError("pip printed no JSON report (pip >= 23.0 is needed)") from None
-        out.extend(_entry(item, platform) for item in report.get("install", []))
+        for entry in (_entry(item, platform) for item in report.get("install", [])):
+            pip_install.requirement(env.path, entry)  # what install will build, checked now
+            out.append(entry)
     return out

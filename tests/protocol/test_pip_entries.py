@@ -205,3 +205,19 @@ def test_real_exports_keep_their_counts(shared_data: Path) -> None:
         got = [p.manager for p in env.packages]
         assert (got.count("conda"), got.count("pip")) == (conda, pip), name
         assert all(p.version and not p.url for p in env.packages if p.manager == "pip")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "six @ https://h/six-1.16.0-py2.py3-none-any.whl\nevil @ http://e/evil-1.0-py3-none-any.whl",
+        "https://h/a\rb/six-1.16.0-py2.py3-none-any.whl",
+        "six==1.16.0\x00",
+        "https://h/x\u2028/six-1.16.0-py2.py3-none-any.whl",
+        "--index-url=http://evil/simple",
+        "-r /etc/requirements.txt",
+    ],
+)
+def test_line_breaks_and_option_lines_are_refused(line: str) -> None:
+    with pytest.raises(BadEntry, match=r"one line|pip option|expected"):
+        parse(line)
