@@ -9,14 +9,14 @@ import re
 import shutil
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
 from envtool.errors import InputError, InstallError, ProblemFound
-from envtool.lock import filelock, lockfile, pin, pip_install, sources
+from envtool.lock import filelock, lockfile, pin, pip_install, secrets, sources
 from envtool.lock.lockfile import LockedPackage, Lockfile
 from envtool.lock.prefixes import INCOMPLETE_MARKER, source_env
 from envtool.lock.solve import default_cache_dir
@@ -218,6 +218,12 @@ def install(options: InstallOptions) -> InstallResult:
             f"hash-checked file: envtool install cannot install it (pip install --no-deps "
             f"'{p.name} @ {pinned}' does, unchecked)"
         )
+    # a channel's credentials filled in, in memory only; each record gets its template back
+    bases = secrets.bases(tuple({p.channel_url for p in packages if secrets.used_vars(p.url)}))
+    packages = tuple(
+        replace(p, url=secrets.expand(p.url)) if p.channel_url in bases.values() else p
+        for p in packages
+    )
     # the URLs checked (resolved) are the URLs used, for conda and for pip alike
     used = sources.checked(
         packages, dict(options.mirrors), options.allow_insecure_url, options.lock_path
@@ -232,7 +238,10 @@ def install(options: InstallOptions) -> InstallResult:
         created = not options.prefix.exists()  # decided under the lock: the prefix is ours
         try:
             marker = _mark_incomplete(options)  # a new prefix too: a SIGKILL runs no cleanup
-            n_conda = _install_conda(conda, options, options.cache_dir or default_cache_dir())
+            try:
+                n_conda = _install_conda(conda, options, options.cache_dir or default_cache_dir())
+            finally:
+                secrets.scrub_records(options.prefix, bases)
             n_pip = 0
             if pip:
                 python = _prefix_python(options.prefix, options.platform)

@@ -9,9 +9,12 @@ it (conda-lock's rule); one that no variable holds is refused: envtool never wri
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 from urllib.parse import unquote
 
 from envtool.errors import InputError
@@ -105,3 +108,40 @@ def mask(text: str) -> str:
         return f"{m.group(1)}***@" if m.group(2) else "/t/***"
 
     return _SECRET_IN_TEXT.sub(hide, text)
+
+
+def _scrubbed(value: Any, bases: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        for full, templated in bases.items():
+            value = value.replace(full, templated)
+        return value
+    if isinstance(value, list):
+        return [_scrubbed(v, bases) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, bases) for k, v in value.items()}
+    return value
+
+
+def bases(channels: tuple[str, ...]) -> dict[str, str]:
+    """Each templated channel's expanded base → its template (what to scrub)."""
+    return {expand(c).rstrip("/"): c.rstrip("/") for c in channels if used_vars(c)}
+
+
+def scrub_records(prefix: Path, bases: Mapping[str, str]) -> None:
+    """Each ``conda-meta`` record of ``prefix`` that holds an expanded channel base (rattler
+    writes the URL it fetched from) written again with the channel's template instead."""
+    scrub_json(sorted((prefix / "conda-meta").glob("*.json")), bases)
+
+
+def scrub_json(paths: list[Path], bases: Mapping[str, str]) -> None:
+    """Each JSON file of ``paths`` that holds an expanded channel base, written again with
+    the template in its place (conda-meta records, the repodata cache's .info.json)."""
+    if not bases:
+        return
+    from envtool.yamlio import write_atomic
+
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        if any(full in text for full in bases):
+            doc = _scrubbed(json.loads(text), bases)
+            write_atomic(path, json.dumps(doc, indent=2) + "\n")

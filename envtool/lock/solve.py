@@ -80,9 +80,13 @@ class RattlerSolver:
             for c in request.env.channels
         ]
         out: list[LockedPackage] = []
-        for platform in request.platforms:
-            records = await self._solve_one(request, gateway, channels, specs, platform)
-            out.extend(_to_locked(r, platform, request) for r in records)
+        try:
+            for platform in request.platforms:
+                records = await self._solve_one(request, gateway, channels, specs, platform)
+                out.extend(_to_locked(r, platform, request) for r in records)
+        finally:  # the gateway's cache notes each URL it read: templates there too
+            cached = sorted((request.cache_dir / "repodata").glob("*.info.json"))
+            secrets.scrub_json(cached, secrets.bases(request.env.channels))
         return out
 
     async def _solve_one(

@@ -1,5 +1,6 @@
-"""A channel behind a token and a password, locked for real: the lock holds ``${VAR}``
-templates and ``used_env_vars``, never the secret (issue 24 item 1)."""
+"""A channel behind a token and a password, locked and installed for real: the lock and the
+prefix's conda-meta records hold ``${VAR}`` templates (and the lock ``used_env_vars``), never
+the secret, which is filled in only in memory to fetch (issue 24 item 1)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def behind_a_token(channel: Path, tmp_path: Path) -> Path:
     return root
 
 
-def test_the_lock_holds_templates_never_the_secret(
+def test_the_lock_and_the_records_hold_templates_never_the_secret(
     behind_a_token: Path, project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LAB_REPO_TOKEN", SECRET)
@@ -30,7 +31,16 @@ def test_the_lock_holds_templates_never_the_secret(
         literal = f"http://bob:{PASSWORD}@{host}/t/{SECRET}/lab"
         project.write_env(ENV_TEMPLATE.format(channel=literal))
         code, out, err = project.run("lock")
-    assert code == 0, err
+        assert code == 0, err
+        prefix = project.root / "env"
+        code, out2, err2 = project.run("install", "--prefix", str(prefix))
+    assert code == 0, err2
+    out, err = out + out2, err + err2
+    records = "".join(p.read_text() for p in (prefix / "conda-meta").glob("*.json"))
+    assert records and SECRET not in records and PASSWORD not in records
+    assert "/t/${LAB_REPO_TOKEN}/lab/" in records  # each record keeps the template
+    cached = [p for p in project.cache.rglob("*.json") if SECRET in p.read_text(errors="replace")]
+    assert cached == [], cached  # nor the package cache's records
     text = project.lock.read_text()
     assert SECRET not in text and PASSWORD not in text and SECRET not in out + err
     assert f"http://bob:${{LAB_CHANNEL_PASSWORD}}@{host}/t/${{LAB_REPO_TOKEN}}/lab" in text
