@@ -140,7 +140,7 @@ def _install_conda(packages: list[LockedPackage], options: InstallOptions, cache
             )
         )
     except InstallerError as exc:
-        detail = " ".join(str(exc).split())
+        detail = secrets.mask(" ".join(str(exc).split()))  # a URL's credentials never shown
         raise InstallError(f"{options.prefix}: install failed: {detail}") from None
     return _count_installed(packages, options.prefix)
 
@@ -225,9 +225,12 @@ def install(options: InstallOptions) -> InstallResult:
         for p in packages
     )
     # the URLs checked (resolved) are the URLs used, for conda and for pip alike
-    used = sources.checked(
-        packages, dict(options.mirrors), options.allow_insecure_url, options.lock_path
-    )
+    try:
+        used = sources.checked(
+            packages, dict(options.mirrors), options.allow_insecure_url, options.lock_path
+        )
+    except InputError as exc:  # it quotes the URL, whose credentials are filled in by now
+        raise InputError(secrets.mask(str(exc))) from None
     conda = [p for p in used if p.manager == "conda"]
     pip = [p for p in used if p.manager == "pip"]
     lines = [pip_install.requirement(options.lock_path, p) for p in pip]

@@ -58,3 +58,24 @@ def test_a_literal_secret_no_variable_holds_is_refused_unshown(
     code, out, err = project.run("lock")
     assert code == 2 and SECRET not in out + err and "/t/***/lab" in err
     assert "environment variable" in err and err.count("\n") == 1
+
+
+def test_a_refused_url_is_quoted_with_its_credentials_masked(
+    behind_a_token: Path, project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """http:// behind a password, installed without --allow-insecure-url: refused, and the
+    message quotes the URL without the password that was filled in to fetch it."""
+    from conftest import run_main
+
+    from envtool.cli import main
+
+    monkeypatch.setenv("LAB_CHANNEL_PASSWORD", PASSWORD)
+    monkeypatch.setenv("LAB_REPO_TOKEN", SECRET)
+    with serve(behind_a_token) as url:
+        literal = f"http://bob:{PASSWORD}@{url.removeprefix('http://')}/t/{SECRET}/lab"
+        project.write_env(ENV_TEMPLATE.format(channel=literal))
+        assert project.run("lock")[0] == 0
+        argv = ("install", "--prefix", str(project.root / "env"))
+        code, out, err = run_main(main, project.root, [], argv)  # no --allow-insecure-url
+    assert code == 2 and "neither https" in err, err
+    assert PASSWORD not in out + err and SECRET not in out + err and "bob:***@" in err
