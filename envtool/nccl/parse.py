@@ -34,7 +34,8 @@ _DEVICE = re.compile(
     r"#\s*Rank\s+(\d{1,9})(?:\s+Group\s+(\d{1,9}))?\s+Pid\s+(\d{1,12})\s+on\s+(\S+)"
     r"\s+device\s+(\d{1,9})\s+\[([^\]]*)\]\s*(.*)"
 )  # no Group before 2022-09
-_PARAM = re.compile(r"([A-Za-z][A-Za-z ]*?):?\s+(-?[0-9]\S*)")
+_RUN = re.compile(r"[A-Za-z ]+")  # where a key may be: letters and spaces
+_VALUE = re.compile(r":?\s+(-?[0-9]\S*)")  # what follows a key
 _LIBRARY = re.compile(r"nccl-library=(\d{1,9})\b")
 NO_COLON = ("nThread", "nGpus", "minBytes", "maxBytes")
 PARAM_KEYS = (*NO_COLON, "step", "warmup iters", "iters", "agg iters", "validation", "graph")
@@ -75,10 +76,33 @@ def _device(b: _Builder, n: int, line: str) -> NcclDevice:
     return NcclDevice(int(rank), group_, int(pid), host, int(dev), bus, name.strip())
 
 
+def param_pairs(text: str) -> list[tuple[str, str]]:
+    """``nThread 1 ... warmup iters: 5`` -> [("nThread", "1"), ..., ("warmup iters", "5")].
+
+    What ``re.findall(r"([A-Za-z][A-Za-z ]*?):?\\s+(-?[0-9]\\S*)")`` finds, keys stripped, in
+    one pass: that regex retries its lazy key from every letter of a header without values,
+    which took minutes on a 60 KB line. A key is the letters-and-spaces run before a value,
+    from its first letter to its last one (or to a ':' right after its trailing spaces)."""
+    pairs, pos = [], 0
+    while run := _RUN.search(text, pos):
+        start, end = run.span()
+        first = end - len(run.group().lstrip(" "))  # the key's first letter
+        last = start + len(run.group().rstrip(" "))  # after its last letter
+        value = _VALUE.match(text, last) if first < last else None
+        if value is None and first < last < end:  # "key  : 5": the ':' after the spaces
+            value = _VALUE.match(text, end)
+        if value is None:
+            pos = end
+            continue
+        pairs.append((text[first:last], value.group(1)))
+        pos = value.end()
+    return pairs
+
+
 def _params(b: _Builder, n: int, line: str) -> tuple[tuple[str, str], ...]:
     if b.params is not None:
         raise b.fail(n, "a second '# nThread' header: one all_reduce_perf run per input")
-    pairs = tuple((k.strip(), v) for k, v in _PARAM.findall(line[1:]))
+    pairs = tuple(param_pairs(line[1:]))
     if not pairs or pairs[0][0] != "nThread":
         raise b.fail(n, f"bad '# nThread' header: {short(line)}")
     return pairs
