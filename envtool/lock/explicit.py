@@ -44,6 +44,11 @@ def is_explicit(text: str) -> bool:
     return marker_line(text) > 0
 
 
+def _quote(text: str) -> str:
+    """A value quoted for a one-line message: a joined ``# pip`` line can be megabytes."""
+    return repr(text) if len(text) <= 200 else f"{text[:200]!r}... ({len(text)} characters)"
+
+
 def _fail(path: Path, line: int, message: str) -> InputError:
     return InputError(f"{path}:{line}: {message}")
 
@@ -63,7 +68,7 @@ def _conda(path: Path, line: int, url: str, platform: str) -> Package:
     match = _ARCHIVE.match(url)
     if not _SCHEME.match(url) or not match:
         raise _fail(
-            path, line, f"expected a package URL (.../NAME-VERSION-BUILD.conda), not {url!r}"
+            path, line, f"expected a package URL (.../NAME-VERSION-BUILD.conda), not {_quote(url)}"
         )
     parts = unquote(match["stem"]).rsplit("-", 2)
     if len(parts) != 3:
@@ -92,14 +97,16 @@ def _pip(path: Path, line: int, requirement: str) -> Package:
 
     words = requirement.split()
     if len(words) < 3 or words[1] != "@":
-        raise _fail(path, line, f"expected '# pip NAME @ URL', not {requirement!r}")
+        raise _fail(path, line, f"expected '# pip NAME @ URL', not {_quote(requirement)}")
     options = [_PIP_HASH.match(word) for word in words[3:]]
     if not all(options):
-        raise _fail(path, line, f"expected '--hash=sha256:HEX' after the URL, not {requirement!r}")
+        raise _fail(
+            path, line, f"expected '--hash=sha256:HEX' after the URL, not {_quote(requirement)}"
+        )
     try:
         pkg = pip_entries.parse(" ".join(words[:3]))
     except pip_entries.BadEntry as exc:
-        raise _fail(path, line, f"{exc}, got {requirement!r}") from None
+        raise _fail(path, line, f"{exc}, got {_quote(requirement)}") from None
     digests = {pkg.sha256} - {""} | {m.group(1) for m in options if m}
     if len(digests) > 1 or (digests and pip_entries.vcs_revision(pkg.url) is not None):
         raise _fail(path, line, f"{pkg.name}: hashes that cannot all be its file's sha256")
@@ -107,16 +114,27 @@ def _pip(path: Path, line: int, requirement: str) -> Package:
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, stripped text); a ``# pip`` line ending in ``\\`` goes on on the next one."""
+    """(line number, stripped text); a ``# pip`` line ending in ``\\`` goes on on the next one.
+
+    A continued line's parts are joined once, at its end: adding each part to the text so
+    far copied that text again for every line (6.4 MB of short parts: minutes)."""
     out: list[tuple[int, str]] = []
-    going_on = False
+    parts: list[str] = []  # the last line's parts while it is a ``# pip`` line
+
+    def join() -> None:
+        if len(parts) > 1:
+            out[-1] = (out[-1][0], " ".join(parts))
+
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
-        if going_on and line.startswith("# pip "):
-            out[-1] = (out[-1][0], f"{out[-1][1].removesuffix(BACKSLASH)} {line[6:].strip()}")
+        if parts and parts[-1].endswith(BACKSLASH) and line.startswith("# pip "):
+            parts[-1] = parts[-1].removesuffix(BACKSLASH)
+            parts.append(line[6:].strip())
         elif line:
+            join()
             out.append((number, line))
-        going_on = bool(out) and out[-1][1].startswith("# pip ") and out[-1][1].endswith(BACKSLASH)
+            parts = [line] if line.startswith("# pip ") else []
+    join()
     return out
 
 

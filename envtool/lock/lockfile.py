@@ -85,6 +85,13 @@ def _metadata(path: Path, meta: Any) -> LockMeta:
     platforms = meta.get("platforms")
     if not isinstance(channels, list) or not isinstance(platforms, list):
         raise fail(path, line_of(meta), "metadata needs 'channels' and 'platforms' lists")
+    sources = meta.get("sources") or []
+    if not isinstance(sources, list) or not all(isinstance(s, str) for s in sources):
+        raise fail(
+            path,
+            line_of(meta, "sources") or line_of(meta),
+            f"metadata 'sources' must be a list of file names, not {_kind(sources)}",
+        )
     extra = tuple(
         (k, meta[k])
         for k in sorted(_META_KEYS)
@@ -94,9 +101,22 @@ def _metadata(path: Path, meta: Any) -> LockMeta:
         content_hash=tuple((str(k), str(v)) for k, v in hashes.items()),
         channels=tuple(_channel_url(path, c) for c in channels),
         platforms=tuple(str(p) for p in platforms),
-        sources=tuple(str(s) for s in meta.get("sources") or ()),
+        sources=tuple(sources),
         extra=_plain(extra),
     )
+
+
+_KINDS = ((bool, "true/false"), (dict, "a mapping"), (str, "a string"), (type(None), "null"))
+
+
+def _kind(value: Any) -> str:
+    """What a YAML value is, for a message (never the value itself: it may be huge)."""
+    if isinstance(value, list):
+        inner = sorted({_kind(v) for v in value if not isinstance(v, str)})
+        return "a list holding " + " and ".join(inner) if inner else "a list"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "a number"
+    return next((name for kind, name in _KINDS if isinstance(value, kind)), type(value).__name__)
 
 
 def _plain(value: Any) -> Any:
