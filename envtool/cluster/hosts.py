@@ -21,6 +21,9 @@ _EXPR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._,/\[\]-]*$")  # "/": a step, in br
 _GROUP = re.compile(r"^@(?:[A-Za-z0-9_][A-Za-z0-9._-]*:)?[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _MAX_NAME = 253
 _MAX_HOSTS = 100_000
+_MAX_DIGITS = 18  # a range bound: 10**18 is past any cluster (int() refuses 4,300 digits)
+_MAX_GROUPS = 8  # bracket groups in one pattern (r[1-2]n[1-4]); ClusterShell's nD folding is slow
+MAX_EXPR = 4 * 2**20  # one node-set expression: 100,000 fragmented names fit
 MAX_TEXT = 16 * 2**20  # a hosts list: 100,000 names of 253 characters fit
 
 
@@ -61,18 +64,26 @@ def check_name(name: str, origin: str) -> str:
     """``name`` if it is a safe host name; else an InputError naming ``origin``."""
     why = _why_bad(name)
     if why:
-        raise InputError(f"{origin}: bad host name {name!r}: {why}")
+        raise InputError(f"{origin}: bad host name {quote(name)}: {why}")
     return name
 
 
+def quote(text: str, limit: int = 80) -> str:
+    """``text`` quoted for a one-line message, cut after ``limit`` characters."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
+
+
 def _range_size(text: str) -> int:
-    """How many numbers ``01-16,20,30-40/2`` names (0 when it is not a range list)."""
+    """How many numbers ``01-16,20,30-40/2`` names (0 when it is not a range list); a
+    ValueError for a bound of more than _MAX_DIGITS digits."""
     total = 0
     for item in text.split(","):
         span, _, step = item.partition("/")
         low, _, high = span.partition("-")
         if not low.isdigit() or (high and not high.isdigit()) or (step and not step.isdigit()):
             return 0
+        if max(len(low), len(high), len(step)) > _MAX_DIGITS:
+            raise ValueError(f"a range bound of more than {_MAX_DIGITS} digits")
         count = int(high) - int(low) + 1 if high else 1
         total += max(0, -(-count // int(step)) if step and int(step) else count)
     return total
@@ -81,15 +92,30 @@ def _range_size(text: str) -> int:
 def planned_size(expr: str) -> int:
     """How many names a node-set expression expands to, counted before anything is built
     (``n[1-100000000]`` must not be expanded to learn that it is too large)."""
-    total, depth, start = 0, 0, 0
-    for i, ch in enumerate(expr + ","):
-        depth += {"[": 1, "]": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            size, pattern = 1, expr[start:i]
-            for group in re.findall(r"\[([^\]]*)\]", pattern):
-                size *= _range_size(group) or 1
-            total, start = total + size, i + 1
+    total = 0
+    for pattern in top_level(expr):
+        size = 1
+        for group in re.findall(r"\[([^\]]*)\]", pattern):
+            size *= _range_size(group) or 1
+        total += size
     return total
+
+
+def top_level(expr: str) -> list[str]:
+    """``gpu[1,3],login1`` -> ``["gpu[1,3]", "login1"]``: split at commas outside brackets."""
+    if "[" not in expr:
+        return expr.split(",")
+    items, depth, start = [], 0, 0
+    for match in re.finditer(r"[\[\],]", expr):
+        ch = match.group()
+        if ch == ",":
+            if depth == 0:
+                items.append(expr[start : match.start()])
+                start = match.end()
+        else:
+            depth += 1 if ch == "[" else -1
+    items.append(expr[start:])
+    return items
 
 
 def _group(token: str, origin: str) -> str:
@@ -114,9 +140,11 @@ def _group(token: str, origin: str) -> str:
 def _brackets_only(expr: str, chars: str) -> bool:
     """Each of ``chars`` in ``expr`` is inside a bracket group (``n[1-9/2]``)."""
     depth = 0
-    for ch in expr:
-        depth += {"[": 1, "]": -1}.get(ch, 0)
-        if ch in chars and depth == 0:
+    for match in re.finditer(f"[][{re.escape(chars)}]", expr):  # not char by char: 4 MB
+        ch = match.group()
+        if ch in "[]":
+            depth += 1 if ch == "[" else -1
+        elif depth == 0:
             return False
     return True
 
@@ -126,19 +154,33 @@ def _expand(expr: str, origin: str) -> list[str]:
     through ClusterShell's NodeSet; its size counted before it is built."""
     if "[" not in expr and "," not in expr:
         return [expr]
+    if len(expr) > MAX_EXPR:
+        raise InputError(f"{origin}: a node set longer than {MAX_EXPR} characters")
     if not _EXPR.match(expr) or not _brackets_only(expr, "/"):
-        raise InputError(f"{origin}: bad node set {expr!r}")
-    planned = planned_size(expr)
+        raise InputError(f"{origin}: bad node set {quote(expr)}")
+    items = top_level(expr)
+    if max(item.count("[") for item in items) > _MAX_GROUPS:
+        raise InputError(
+            f"{origin}: node set {quote(expr)}: more than {_MAX_GROUPS} bracket groups"
+        )
+    try:
+        planned = planned_size(expr)
+    except ValueError as exc:
+        raise InputError(f"{origin}: bad node set {quote(expr)}: {exc}") from None
     if planned > _MAX_HOSTS:
-        raise InputError(f"{origin}: node set {expr!r} names {planned} hosts (max {_MAX_HOSTS})")
+        raise InputError(
+            f"{origin}: node set {quote(expr)} names {planned} hosts (max {_MAX_HOSTS})"
+        )
     from ClusterShell.NodeSet import NodeSet, NodeSetException
 
-    try:
-        nodes = NodeSet(expr)
+    try:  # item by item: NodeSet(expr) splits off one item at a time, copying the rest each time
+        nodes = NodeSet.fromlist(items)
     except (NodeSetException, ValueError) as exc:
-        raise InputError(f"{origin}: bad node set {expr!r}: {exc}") from None
+        raise InputError(f"{origin}: bad node set {quote(expr)}: {exc}") from None
     if len(nodes) > _MAX_HOSTS:
-        raise InputError(f"{origin}: node set {expr!r} names {len(nodes)} hosts (max {_MAX_HOSTS})")
+        raise InputError(
+            f"{origin}: node set {quote(expr)} names {len(nodes)} hosts (max {_MAX_HOSTS})"
+        )
     return list(nodes)
 
 
@@ -193,7 +235,7 @@ def check_expr(expr: str, origin: str) -> str:
     if "[" in expr or "," in expr:
         if expr.startswith("-") or not _EXPR.match(expr) or not _brackets_only(expr, "/"):
             why = _why_bad(expr.replace("[", "").replace("]", "").replace(",", "")) or "bad syntax"
-            raise InputError(f"{origin}: bad host name {expr!r}: {why}")
+            raise InputError(f"{origin}: bad host name {quote(expr)}: {why}")
         return expr
     return check_name(expr, origin)
 
@@ -232,9 +274,25 @@ def resolve(spec: str | None, environ: dict[str, str] | None = None) -> list[Hos
         if len(text) > MAX_TEXT:
             raise InputError(f"<stdin>: the hosts list is larger than {MAX_TEXT} characters")
         return parse_text(text, "<stdin>")
+    if _node_set_syntax(spec):  # parsed as one, never looked up: too long for a file name
+        return parse_text(spec, "--hosts")
     path = Path(spec)
-    if path.is_file():
+    if _is_file(path):
         return parse_text(read_text(path, "hosts file", MAX_TEXT), str(path))
     if "/" in spec and not _brackets_only(spec, "/"):  # a path (a step is inside brackets)
-        raise InputError(f"{spec}: hosts file not found")
+        raise InputError(f"{quote(spec)}: hosts file not found")
     return parse_text(spec, "--hosts")
+
+
+def _node_set_syntax(spec: str) -> bool:
+    """Whether ``--hosts`` is a node set (``gpu[1,3]``, ``a,b``): brackets or commas, and no
+    '/' outside brackets (which makes it a path)."""
+    return ("[" in spec or "," in spec) and _brackets_only(spec, "/")
+
+
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``; False where the name cannot be one (too long, a loop)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # ENAMETOOLONG, ELOOP; a NUL byte
+        return False

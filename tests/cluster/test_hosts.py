@@ -168,3 +168,28 @@ def test_a_node_group_resolves_through_the_group_sources(tmp_path: Path) -> None
     assert lines[1] == "admin@gpu01 admin@gpu02 admin@gpu03"
     assert lines[2].startswith("InputError") and "'@nosuch' is not defined" in lines[2]
     assert lines[3].startswith("InputError") and "names 200000 hosts (max 100000)" in lines[3]
+
+
+def test_a_long_fragmented_node_set_is_parsed_before_any_file_lookup() -> None:
+    # 349 characters: Path.is_file raised ENAMETOOLONG, "internal error", exit 3
+    spec = "gpu[" + ",".join(str(i) for i in range(1, 200, 2)) + "]"
+    assert [h.name for h in hosts.resolve(spec)] == [f"gpu{i}" for i in range(1, 200, 2)]
+    names = [f"node{i}" for i in range(100)]
+    assert [h.name for h in hosts.resolve(",".join(names))] == names
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("n[1-" + "9" * 5000 + "]", "bad node set 'n[1-999"),  # int() refuses 4,300 digits
+        ("n[" + "9" * 5000 + "]", "a range bound of more than 18 digits"),
+        ("n[1]" * 9, "more than 8 bracket groups"),
+        ("a" * 300, "bad host name 'aaa"),
+        ("gpu[" + ",".join(map(str, range(100))) + "]/x", "hosts file not found"),
+    ],
+)
+def test_over_long_specs_and_huge_bounds_are_one_line_errors(spec: str, message: str) -> None:
+    with pytest.raises(InputError) as caught:
+        hosts.resolve(spec)
+    text = str(caught.value)
+    assert message in text and len(text) < 300 and "\n" not in text
