@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from os.path import basename, join, lexists
 
@@ -31,6 +32,7 @@ class ExportError(Exception):
 
 
 MAX_SKIPPED = 1000  # unreadable records listed in a document (the rest are not)
+MAX_RECORD = 64 * 2**20  # bytes in one conda-meta JSON file (the largest real ones: a few MB)
 
 
 def warn(message: str) -> None:
@@ -80,9 +82,16 @@ class Record:
 
 
 def _read_json(path: str, what: str = "conda record") -> Any:
+    """A JSON file of at most MAX_RECORD bytes: a device (``/dev/zero``), a pipe or a huge
+    file is refused, never read whole (O_NONBLOCK: opening a FIFO does not wait)."""
     try:
-        with open(path, "rb") as fh:
-            return json.loads(fh.read().decode("utf-8"))
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise ExportError(f"cannot read {what} {path}: not a regular file")
+            data = fh.read(MAX_RECORD + 1)
+        if len(data) > MAX_RECORD:
+            raise ExportError(f"{what} {path} is larger than {MAX_RECORD} bytes")
+        return json.loads(data.decode("utf-8"))
     except OSError as exc:
         raise ExportError(f"cannot read {path}: {exc.strerror or exc}") from None
     except (UnicodeDecodeError, ValueError) as exc:

@@ -364,3 +364,30 @@ def test_metadata_fast_path_reads_headers_like_email_parser() -> None:
         fast = _simple_headers(text)
         if fast is not None:
             assert fast == list(HeaderParser().parsestr(text, headersonly=True).items()), text
+
+
+def _limited() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))  # an unbounded read dies
+
+
+def test_a_conda_meta_record_that_is_dev_zero_is_refused(prefix: Path) -> None:
+    # it was read whole: on a node (and on the controller, in-process) until memory ran out
+    path = next((prefix / "conda-meta").glob("numpy-*.json"))
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    argv = [sys.executable, "-B", "-m", "envtool_node.export", "--prefix", str(prefix)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, cwd=REPO,
+                          preexec_fn=_limited, check=False)  # fmt: skip
+    _assert_one_line_error(proc, f"{path}: not a regular file")
+
+
+def test_a_conda_meta_record_larger_than_the_bound_is_refused(prefix: Path) -> None:
+    from envtool_node.conda_meta import MAX_RECORD, ExportError
+
+    path = next((prefix / "conda-meta").glob("numpy-*.json"))
+    with path.open("r+b") as fh:
+        fh.truncate(MAX_RECORD + 1)  # sparse: nothing to write, as much to read
+    with pytest.raises(ExportError, match=f"{path} is larger than {MAX_RECORD} bytes"):
+        probe.export_prefix(str(prefix))
