@@ -243,25 +243,32 @@ def _difference(a: LockedPackage, b: LockedPackage) -> str:
 
 
 def _merge(path: Path, entries: Any, parsed: list[LockedPackage]) -> tuple[LockedPackage, ...]:
-    """One package per name, manager and platform; its categories those of its entries."""
+    """One package per name, manager and platform; its categories those of its entries.
+
+    Categories are collected in a set per package and sorted once at the end: rebuilding the
+    sorted tuple at every entry made one package in 16,000 categories take 100 s."""
     first: dict[tuple[str, str, str], int] = {}
-    merged: dict[int, LockedPackage] = {}
+    categories: dict[int, set[str]] = {}  # by the index of a package's first entry
     for i, pkg in enumerate(parsed):
-        key = names.same_package_key(pkg.name, pkg.manager, pkg.platform)
-        if key not in first:
-            first[key] = i
-            merged[i] = pkg
+        j = first.setdefault(names.same_package_key(pkg.name, pkg.manager, pkg.platform), i)
+        if j == i:
+            categories[i] = set(pkg.categories)
             continue
-        j = first[key]
-        held, line, at = merged[j], line_of(entries, i), line_of(entries, j)
-        where = f"{pkg.name} ({pkg.manager}, {pkg.platform})"
-        if pkg.name != held.name or pkg.categories[0] in held.categories:
+        held, where = parsed[j], f"{pkg.name} ({pkg.manager}, {pkg.platform})"
+        if pkg.name != held.name or pkg.categories[0] in categories[j]:
             # conda-lock keys entries by these three: a second one is ambiguous
-            raise fail(path, line, f"duplicate entry for {where}")
+            raise fail(path, line_of(entries, i), f"duplicate entry for {where}")
         if diff := _difference(held, pkg):
-            raise fail(path, line, f"conflicting entries for {where}: {diff} (first: line {at})")
-        merged[j] = replace(held, categories=tuple(sorted({*held.categories, *pkg.categories})))
-    return tuple(merged[i] for i in sorted(merged))
+            at = line_of(entries, j)
+            raise fail(
+                path,
+                line_of(entries, i),
+                f"conflicting entries for {where}: {diff} (first: line {at})",
+            )
+        categories[j].add(pkg.categories[0])
+    return tuple(
+        replace(parsed[i], categories=tuple(sorted(found))) for i, found in categories.items()
+    )
 
 
 def read_entries(path: Path, entries: list[Any]) -> tuple[LockedPackage, ...]:
