@@ -70,19 +70,35 @@ def task_texts(output: str) -> dict[str, str]:
     return {task: "\n".join(pieces) for task, pieces in texts.items()}
 
 
-_LAUNCH = re.compile(r"srun: launching \S+ on host (\S+), \d+ tasks?: ([\d,-]+)")
+# srun's own record, at the start of a line: a task's output reaches srun's stderr only behind
+# its --label ("1: srun: launching ..."), so no task can print one (issue 24 M3).
+_LAUNCH = re.compile(
+    r"^srun: launching \S+ on host (\S+), \d+ tasks?: (\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)[ \t\r]*$",
+    re.MULTILINE,
+)
+MAX_TASKS = 65536  # a range wider than any step: not a record of srun's
+
+
+def _tasks(spec: str) -> list[str]:
+    """The task ids of ``0-2,5``."""
+    out: list[str] = []
+    for part in spec.split(","):
+        low, _, high = part.partition("-")
+        first, last = int(low), int(high or low)
+        if last - first < MAX_TASKS:
+            out += [str(task) for task in range(first, last + 1)]
+    return out
 
 
 def task_nodes(stderr: str) -> dict[str, str]:
     """Task id → the node srun itself launched it on (``srun -v``: "launching StepId=12.0 on
-    host node3, 1 tasks: 2"): the binding of an answer, never the node's own claim."""
+    host node3, 1 tasks: 2", a line of srun's own, printed before any task runs): the binding
+    of an answer, never the node's own claim. The first record of a task wins."""
     found: dict[str, str] = {}
     for match in _LAUNCH.finditer(stderr):
         node, tasks = match.groups()
-        for part in tasks.split(","):
-            low, _, high = part.partition("-")
-            for task in range(int(low), int(high or low) + 1):
-                found[str(task)] = node
+        for task in _tasks(tasks):
+            found.setdefault(task, node)
     return found
 
 

@@ -325,3 +325,26 @@ def test_nodes_without_the_locked_environment_are_one_finding(
     code, out, err = run_main(main, proj, [], (*argv, "--timeout", "60"))
     assert code == 1, err
     absent.one_finding(json.loads(out), ["node1", "node2"])
+
+
+def test_a_task_cannot_rebind_itself_with_a_forged_srun_line(lab: tuple[Project, Path]) -> None:
+    """node4's task prints srun's launch line for node3, then an answer as node3: only srun's
+    own lines bind (issue 24 M3); before, node3 was judged on node4's answer, its drift hidden."""
+    proj, envs = lab
+    python = envs / "node4" / "bin" / "python"
+    broken = python.read_text()
+    line = "srun: launching StepId=$SLURM_JOB_ID.0 on host node3, 1 tasks: $SLURM_PROCID"
+    node1 = envs / "node1" / "bin" / "python"
+    python.write_text(
+        f'#!/bin/sh\necho "{line}" >&2\nsleep 3; SLURMD_NODENAME=node3 exec {node1} "$@"\n'
+    )
+    try:
+        _, out, err = _slurm_verify(proj, envs, "--hosts", "node[3-4]", "--timeout", "60")
+    finally:
+        python.write_text(broken)
+    hosts = {h["host"]: h for h in json.loads(out)["hosts"]}
+    found = {(f["kind"], f["subject"]): f["hosts"] for f in json.loads(out)["findings"]}
+    assert found.get(("build-differs", "pytorch")) == ["node3"], out + err
+    assert hosts["node3"]["problems"] == [], out
+    said = "answer: malformed (the answer from node4's task says it is node3)"
+    assert said in hosts["node4"]["problems"], out
