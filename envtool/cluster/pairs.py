@@ -46,14 +46,37 @@ def rounds(count: int) -> list[list[tuple[int, int]]]:
     return out
 
 
-def _result(reports: list[HostReport]) -> tuple[AllReduceResult | None, str]:
-    """Rank 0's result of a pair, or one line on why there is none."""
-    for r in reports:
-        if r.allreduce is not None and not r.allreduce.member:
-            return (None, r.allreduce.error) if r.allreduce.error else (r.allreduce, "")
+def _result(reports: list[HostReport]) -> tuple[AllReduceResult | None, str, str]:
+    """Rank 0's result of a pair, checked against both members' answers (one rank 0, the other
+    a member of the same backend, an even number of ranks), or one line on why there is none;
+    and the node whose answer carried it (no node speaks for another)."""
+    said = [(r.host, r.allreduce) for r in reports if r.allreduce is not None]
+    results = [(host, a) for host, a in said if not a.member and not a.error]
+    members = [a for _, a in said if a.member]
+    if len(results) > 1:
+        return None, f"{' and '.join(h for h, _ in results)} each report rank 0's result", ""
+    if results:
+        by, result = results[0]
+        if not members:
+            why = _why([r for r in reports if r.host != by]) or "no answer"
+            return None, f"{by} reports a result its partner took no part in ({why})"[:300], by
+        if result.nranks < 2 or result.nranks % 2 or members[0].backend != result.backend:
+            return None, f"{by} reports {result.nranks} {result.backend} ranks for two nodes", by
+        return result, "", by
+    failed = [(host, a.error) for host, a in said if not a.member and a.error]
+    if failed:
+        return None, failed[0][1], failed[0][0]
+    return None, _why(reports) or "no rank reported a result", ""
+
+
+def _why(reports: list[HostReport]) -> str:
     why = [f"{r.host}: {r.failure.detail}" for r in reports if r.failure is not None]
     why += [f"{r.host}: {p.detail}" for r in reports for p in r.problems]
-    return None, "; ".join(why)[:300] or "no rank reported a result"
+    if not why:
+        why = [
+            f"{r.host}: {r.allreduce.error}" for r in reports if r.allreduce and r.allreduce.error
+        ]
+    return "; ".join(why)[:300]
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -82,8 +105,8 @@ def _one(pair: tuple[Host, Host], number: int, slot: int, how: How) -> PairRun:
     start = time.monotonic()
     node = survey.node_args([a, b], "cluster", how.args, how.fan.timeout, how.endpoint(a, slot))
     options = replace(how.fan, node_args=("--allreduce-only", *node))  # before --allreduce's own
-    result, error = _result(survey.survey([a, b], options))
-    return PairRun(a.target, b.target, number, result, error, time.monotonic() - start)
+    result, error, by = _result(survey.survey([a, b], options))
+    return PairRun(a.target, b.target, number, result, error, time.monotonic() - start, by)
 
 
 def _round(pairs: list[tuple[Host, Host]], number: int, how: How) -> list[PairRun]:

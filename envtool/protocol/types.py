@@ -197,6 +197,7 @@ class PairRun:
     result: AllReduceResult | None
     error: str = ""
     seconds: float = 0.0
+    by: str = ""  # the node whose answer carried rank 0's result: it speaks for the pair
 
 
 @dataclass(frozen=True)

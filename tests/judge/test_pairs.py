@@ -126,3 +126,87 @@ def test_a_pair_meets_on_its_first_node_unless_told_this_machine() -> None:
     assert How(FanoutOptions(), (), 29400).endpoint(first, 0) == "gpu07:29400"
     assert How(FanoutOptions(), (), 29400, "gpu01").endpoint(first, 2) == "gpu07:29402"
     assert How(FanoutOptions(), (), 29400, "127.0.0.1").endpoint(first, 1) == "127.0.0.1:29401"
+
+
+def _claimed(
+    speed: dict[frozenset[str], float], by: dict[frozenset[str], str], base: float = 100.0
+) -> PairsRun:
+    """Every pair of NODES at ``speed`` (``base`` GB/s unless listed), each result reported by the
+    node ``by`` names (its first node unless listed): the node whose rank 0 wrote it."""
+    out = []
+    for a, b in itertools.combinations(NODES, 2):
+        key = frozenset((a, b))
+        out.append(PairRun(a, b, 1, allreduce(speed.get(key, base)), by=by.get(key, a)))
+    return PairsRun(tuple(out), 3, 30.0)
+
+
+def test_a_node_that_lies_about_its_pairs_is_named_and_no_honest_link_is_framed() -> None:
+    """n1's rank 0 claims 1000 GB/s for each of its pairs where the other nodes measured about
+    1 GB/s: the claims are n1's finding, never the yardstick (with them, the median called
+    n2 <-> n3, n2 <-> n4 and n3 <-> n4 slow links and named no liar) (issue 24 M2)."""
+    speed = {frozenset(("n1", o)): 1000.0 for o in ("n2", "n3", "n4")}
+    speed[frozenset(("n3", "n4"))] = 0.9  # honest noise
+    run = _claimed(speed, {}, base=1.0)
+    found = pairs.decide(run, GpuPolicy())
+    assert [(f.kind, f.subject, f.hosts, f.cause) for f in found] == [
+        (Kind.PROBE_FAILED, "pair busbw", ("n1",), pairs.CAUSE_IMPLAUSIBLE)
+    ]
+    assert found[0].actual == (
+        "n1 reported 1e+03 GB/s for n1 <-> n2, 1e+03 GB/s for n1 <-> n3, 1e+03 GB/s for n1 <-> n4"
+    )
+    assert pairs.suspect_links(run, GpuPolicy()) == []  # nothing measured again for a lie
+
+
+def test_one_lie_among_honest_pairs_is_the_claimants_alone() -> None:
+    found = pairs.decide(_claimed({frozenset(("n1", "n2")): 5000.0}, {}, 20.0), GpuPolicy())
+    assert [(f.kind, f.subject, f.hosts) for f in found] == [
+        (Kind.PROBE_FAILED, "n1 <-> n2", ("n1",))
+    ]
+    assert found[0].expected == "<= 2e+03 GB/s (100x the other nodes' best 20)"
+
+
+def test_the_liar_is_the_node_that_reported_not_the_first_of_the_pair() -> None:
+    lie = frozenset(("n1", "n3"))
+    found = pairs.decide(_claimed({lie: 5000.0}, {lie: "n3"}, 10.0), GpuPolicy())
+    assert [(f.kind, f.hosts) for f in found] == [(Kind.PROBE_FAILED, ("n3",))]
+
+
+def test_a_figure_beyond_any_link_is_refused_even_alone() -> None:
+    """One pair (two nodes): no other pair to compare with, only the physical ceiling."""
+    alone = PairsRun((PairRun("n1", "n2", 1, allreduce(50_000.0), by="n2"),), 1, 1.0)
+    found = pairs.decide(alone, GpuPolicy(min_busbw=10.0))
+    assert [(f.kind, f.hosts) for f in found] == [(Kind.PROBE_FAILED, ("n2",))]
+    honest = PairsRun((PairRun("n1", "n2", 1, allreduce(400.0), by="n2"),), 1, 1.0)
+    assert pairs.decide(honest, GpuPolicy(min_busbw=10.0)) == []
+
+
+def test_a_liar_claiming_all_its_pairs_is_compared_with_the_others_claims() -> None:
+    """n2 is rank 0 of all three of its pairs and claims 900 GB/s each: its own claims do not
+    vouch for each other; n1, n3 and n4 report 3 GB/s."""
+    mine = {frozenset(("n2", o)) for o in ("n1", "n3", "n4")}
+    found = pairs.decide(
+        _claimed({k: 900.0 for k in mine}, {k: "n2" for k in mine}, 3.0), GpuPolicy()
+    )
+    assert [(f.kind, f.hosts) for f in found] == [(Kind.PROBE_FAILED, ("n2",))]
+    assert found[0].actual.count("900 GB/s") == 3
+
+
+def test_a_slow_node_does_not_make_the_fast_pairs_liars() -> None:
+    slow = {frozenset(("n3", o)): 3.0 for o in ("n1", "n2", "n4")}  # 33x below the others
+    found = pairs.decide(_claimed(slow, {}), GpuPolicy())
+    assert [(f.kind, f.subject) for f in found] == [(Kind.SLOW_NODE, "n3")]
+
+
+def test_bisect_with_both_fast_pairs_from_one_rank_0_still_names_the_slow_node() -> None:
+    """As tests/cluster/test_pairs_netns.py measured: node3 20x slower, and n1's rank 0 wrote
+    both fast pairs; the slow pairs are the only other nodes' figures: not a lie."""
+    n1n4, n2n3 = (
+        PairRun("n1", "n4", 1, allreduce(0.3), by="n1"),
+        PairRun("n2", "n3", 1, allreduce(0.015), by="n3"),
+    )
+    n1n2, n3n4 = (
+        PairRun("n1", "n2", 2, allreduce(0.3), by="n1"),
+        PairRun("n3", "n4", 2, allreduce(0.015), by="n4"),
+    )
+    found = pairs.decide(PairsRun((n1n4, n2n3, n1n2, n3n4), 2, 9.0), GpuPolicy())
+    assert [(f.kind, f.subject) for f in found] == [(Kind.SLOW_NODE, "n3")]
