@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from envtool.judge import gpu, runtime
+from envtool.judge import gpu, pairs, runtime
 from envtool.judge.consensus import NO_MAJORITY
 from envtool.judge.findings import Check, Finding, Kind
 from envtool.judge.rules import RULES, check_of
@@ -192,6 +192,9 @@ def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Wor
         return Words("the locked conda environment", f.actual, fix)
     if f.kind is Kind.PROBE_FAILED and f.problem is not None:
         return Words("a valid result", problem_text(f.problem), fix)
+    if f.kind is Kind.PROBE_FAILED and f.cause == pairs.CAUSE_IMPLAUSIBLE:
+        fix = "that node's rank 0 reported figures no link explains: check its node package "
+        return Words(f.expected, f.actual, fix + "and its answers (they were not used)")
     if f.kind is Kind.ALLREDUCE_FAILED and f.cause == gpu.CAUSE_NO_RANK0:
         return Words("a result from rank 0", "no node reported one",
                      "check the rendezvous endpoint and ports")  # fmt: skip
