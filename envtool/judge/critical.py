@@ -43,9 +43,12 @@ def finding(f: Finding) -> bool:
 
 _ALWAYS = frozenset(
     {
-        Kind.ARTIFACT_DIFFERS, Kind.VERSION_MISMATCH, Kind.GPU_COUNT_DIFFERS,
-        Kind.NCCL_ENV_DIFFERS, Kind.LOADER_ENV_DIFFERS,
-    }  # fmt: skip
+        Kind.ARTIFACT_DIFFERS,
+        Kind.VERSION_MISMATCH,
+        Kind.GPU_COUNT_DIFFERS,
+        Kind.NCCL_ENV_DIFFERS,
+        Kind.LOADER_ENV_DIFFERS,
+    }
 )
 
 
