@@ -1,9 +1,10 @@
 """Findings as data: what kind, how bad, about what, on which hosts; no text for people.
 
-Kinds, severities and checks are enums with one table of rules (judge/kinds.py). The wording
-of a finding (its expected/actual columns and its fix line) is made where reports are rendered
-(envtool/report/labels.py). ``explain`` drops what another finding on the same hosts already
-explains (one cause, one finding); ``exit_code`` is the one place findings become an exit code.
+Kinds, severities and checks are enums (judge/kinds.py) with one table of rules
+(judge/rules.py). The wording of a finding (its expected/actual columns and its fix line) is
+made where reports are rendered (envtool/report/labels.py). ``explain`` drops what another
+finding on the same hosts already explains (one cause, one finding); ``exit_code`` is the one
+place findings become an exit code.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def _explainer(f: Finding, causes: list[Finding]) -> tuple[set[str], list[Findin
 
 
 def explain(findings: Iterable[Finding]) -> list[Finding]:
-    """Each finding a cause on the same hosts explains (kinds.RULES' ``explains``: a missing
+    """Each finding a cause on the same hosts explains (rules.RULES' ``explains``: a missing
     environment explains everything else on its node, no CUDA its GPU count) is dropped, or
     loses those hosts; each cause counts what follows from it. Causes themselves stay."""
     found = list(findings)

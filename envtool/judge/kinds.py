@@ -1,9 +1,11 @@
-"""The names a finding is made of: its kind, its severity, the check it belongs to. What each
-kind means (its severity, fix, docs row, what it explains away) is the table in judge/rules.py.
+"""The names a finding is made of: its kind, its severity, the check it belongs to, and the
+shape of a kind's rule. What each kind means (its severity, fix, docs row, what it explains
+away) is the table of those rules in judge/rules.py.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 
 
@@ -75,3 +77,31 @@ class Kind(str, Enum):
     TWO_NCCLS = "two-nccls"
     CUDA_STACKS_MIXED = "cuda-stacks-mixed"
     OTHER_PYTHON = "built-for-another-python"
+
+
+EVERYTHING = frozenset(Kind)  # "explains": every other finding on its hosts
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One kind: its check, its severity (``lenient``: for an ordinary package, or when the
+    check is not asked for), its cause, the fix line reports print ("": made per finding in
+    report/labels.py), the docs' fix, and the kinds it explains away on the same hosts."""
+
+    check: Check
+    severity: Severity
+    lenient: Severity | None
+    cause: str
+    fix: str
+    docs_fix: str
+    explains: frozenset[Kind] = frozenset()
+    by_subject: bool = False  # explains only findings about the same subject (a package)
+
+    @property
+    def when(self) -> str:
+        """The docs' words for its severity."""
+        if self.lenient is Severity.WARNING:
+            return "error for what decides a DDP run, else warning"
+        if self.lenient is Severity.INFO:
+            return "error (info with `--min-gpus 0`)"
+        return self.severity.value

@@ -31,7 +31,7 @@ def _finding(
 ) -> Finding:
     named = a if a is not None else b
     assert named is not None
-    # another numpy is not an error beside another nccl (kinds.RULES: which kinds are lenient;
+    # another numpy is not an error beside another nccl (rules.RULES: which kinds are lenient;
     # a missing package stays an error, the job's imports fail, and so does another artifact)
     level = severity(kind, ordinary=not critical.package(named.name))
     if kind is not Kind.ARTIFACT_DIFFERS:  # the others are about name/version/build

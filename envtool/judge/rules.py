@@ -8,37 +8,9 @@ findings.explain applies the table's ``explains`` column: one cause, one finding
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from envtool.judge.kinds import EVERYTHING, Check, Kind, Rule, Severity
 
-from envtool.judge.kinds import Check, Kind, Severity
-
-EVERYTHING = frozenset(Kind)  # "explains": every other finding on its hosts
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One kind: its check, its severity (``lenient``: for an ordinary package, or when the
-    check is not asked for), its cause, the fix line reports print ("": made per finding in
-    report/labels.py), the docs' fix, and the kinds it explains away on the same hosts."""
-
-    check: Check
-    severity: Severity
-    lenient: Severity | None
-    cause: str
-    fix: str
-    docs_fix: str
-    explains: frozenset[Kind] = frozenset()
-    by_subject: bool = False  # explains only findings about the same subject (a package)
-
-    @property
-    def when(self) -> str:
-        """The docs' words for its severity."""
-        if self.lenient is Severity.WARNING:
-            return "error for what decides a DDP run, else warning"
-        if self.lenient is Severity.INFO:
-            return "error (info with `--min-gpus 0`)"
-        return self.severity.value
-
+__all__ = ["EVERYTHING", "RULES", "Rule", "check_of", "severity"]
 
 # Each entry: check, severity, lenient; cause; fix line; docs' fix; what it explains away.
 # fmt: off
