@@ -42,19 +42,22 @@ def summary_line(verdict: Verdict, items: Sequence[Item]) -> str:
     return f"{len(failing)} of {plural(len(hosts), 'host')} {verb}: {named}{rest}"
 
 
+def fold(text: str, width: int, first: str = "", rest: str = "  ") -> list[str]:
+    """``text`` folded to ``width`` at spaces (never inside a name-with-hyphens or a path),
+    ``first`` before its first line and ``rest`` before the others: every report line."""
+    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest,
+                         break_on_hyphens=False)  # fmt: skip
+
+
 def _wrap(label: str, text: str, width: int) -> list[str]:
     indent = " " * 4 + f"{label:<9} "
-    lines = textwrap.wrap(
-        text, width, initial_indent=indent, subsequent_indent=" " * len(indent),
-        break_on_hyphens=False,
-    )  # fmt: skip
-    return lines or [indent.rstrip()]
+    return fold(text, width, indent, " " * len(indent)) or [indent.rstrip()]
 
 
 def finding_block(e: vr.FindingEntry, follows: int, nodeset: Nodeset, width: int) -> list[str]:
     """One finding: its head line, then expected / found / fix, folded to ``width``."""
     head = f"{e.severity.upper():<7} {nodeset(e.hosts) or '-'} · {e.kind} · {e.subject}"
-    lines = textwrap.wrap(head, width, subsequent_indent=" " * 8, break_on_hyphens=False)
+    lines = fold(head, width, rest=" " * 8)
     for label, text in (("expected", e.expected), ("found", e.actual), ("fix", e.hint)):
         if text:
             lines += _wrap(label, text, width)
@@ -80,8 +83,7 @@ def allreduce_lines(verdict: Verdict, width: int) -> list[str]:
             figure = (
                 f"peak busbw {ar.peak_busbw:.3g} GB/s ({ar.backend}, {plural(ar.nranks, 'rank')})"
             )
-        lines += textwrap.wrap(f"{r.host}: {figure}", width, initial_indent="  ",
-                               subsequent_indent="    ")  # fmt: skip
+        lines += fold(f"{r.host}: {figure}", width, "  ", "    ")
     return ["all-reduce:", *lines] if lines else []
 
 

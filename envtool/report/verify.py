@@ -3,7 +3,6 @@ table, written as JSON (protocol/verify_report.py) or as JUnit (report/junit.py)
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -190,13 +189,8 @@ def _pairs_lines(verdict: Verdict, width: int) -> list[str]:
         figure = f"{p.busbw:.3g} GB/s" if p.busbw is not None else "no figure"
         figure = f"failed: {p.error}" if p.error else figure
         line = f"{p.a} <-> {p.b}: round {p.round}, {figure} ({p.seconds:.1f} s)"
-        out += _fold(line, width, "  ", "      ")
+        out += text.fold(line, width, "  ", "      ")
     return ["all-reduce pairs, slowest first:", *out] if out else []
-
-
-def _fold(line: str, width: int, first: str = "", rest: str = "  ") -> list[str]:
-    return textwrap.wrap(line, width, initial_indent=first, subsequent_indent=rest,
-                         break_on_hyphens=False)  # fmt: skip
 
 
 def render(verdict: Verdict, show_all: bool = False, wide: bool = False, width: int = 100) -> str:
@@ -204,14 +198,17 @@ def render(verdict: Verdict, show_all: bool = False, wide: bool = False, width: 
     the all-reduce figures and the verdict line, no line wider than ``width``."""
     shown, folded = critical.split(verdict.findings, show_all)
     items = [(finding_entry(f), short(f)) for f in critical.ordered(verdict.findings)]
-    lines = [*_fold(text.summary_line(verdict, items), width), *_fold(_summary(verdict), width)]
+    lines = [
+        *text.fold(text.summary_line(verdict, items), width),
+        *text.fold(_summary(verdict), width),
+    ]
     if wide and shown:
         lines += ["", _grid(verdict, shown, width).rstrip("\n")]
     else:
         for f in shown:
             lines += ["", *text.finding_block(finding_entry(f), f.follows, nodeset, width)]
     if folded:
-        lines += ["", *_fold(folded_text(folded), width)]
+        lines += ["", *text.fold(folded_text(folded), width)]
     for part in (
         text.allreduce_lines(verdict, width),
         [] if wide else _pairs_lines(verdict, width),
@@ -220,7 +217,7 @@ def render(verdict: Verdict, show_all: bool = False, wide: bool = False, width: 
     if wide and (pairs := _pairs_table(verdict)) is not None:
         lines += ["", console.table_text(*pairs, width).rstrip("\n")]
     compared = _compared(verdict).replace("\n", "; ")
-    lines += ["", *_fold(text.verdict_line(items, compared, nodeset), width)]
+    lines += ["", *text.fold(text.verdict_line(items, compared, nodeset), width)]
     joined = "\n".join(lines)
     return "".join(visible(line) + "\n" for line in joined.split("\n"))  # node text stays text
 
