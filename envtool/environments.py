@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from envtool import pip_entries, yamlio
-from envtool.errors import InputError, where
+from envtool.errors import InputError, shown, where
 from envtool.lock import explicit, lockfile
 from envtool.models import Environment, Package
 from envtool.protocol.documents import read_export, read_export_text
@@ -65,8 +65,8 @@ def _pip_entries(path: Path, block: Any) -> list[Package]:
                 raise pip_entries.BadEntry("a pip entry must be a string")
             out.append(pip_entries.parse(item))
         except pip_entries.BadEntry as exc:
-            shown = repr(item) if len(repr(item)) <= 200 else repr(item)[:200] + "…"
-            raise InputError(f"{where(path, line_of(pip, i))}: {exc}, got {shown}") from None
+            got = shown(item) if isinstance(item, str) else repr(item)[:200]
+            raise InputError(f"{where(path, line_of(pip, i))}: {exc}, got {got}") from None
     return out
 
 

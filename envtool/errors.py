@@ -58,3 +58,9 @@ class Terminated(KeyboardInterrupt):
 def where(path: object, line: int | None = None) -> str:
     """Format ``file:line`` for messages (line is 1-based)."""
     return f"{path}:{line}" if line else f"{path}"
+
+
+def shown(text: str, limit: int = 200) -> str:
+    """``text`` quoted for a one-line message, cut after ``limit`` characters (a joined pip
+    line or a node set can be megabytes)."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"

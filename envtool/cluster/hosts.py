@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from envtool.errors import InputError
+from envtool.errors import InputError, shown
 from envtool.yamlio import read_text
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
@@ -64,13 +64,8 @@ def check_name(name: str, origin: str) -> str:
     """``name`` if it is a safe host name; else an InputError naming ``origin``."""
     why = _why_bad(name)
     if why:
-        raise InputError(f"{origin}: bad host name {quote(name)}: {why}")
+        raise InputError(f"{origin}: bad host name {shown(name)}: {why}")
     return name
-
-
-def quote(text: str, limit: int = 80) -> str:
-    """``text`` quoted for a one-line message, cut after ``limit`` characters."""
-    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def _range_size(text: str) -> int:
@@ -157,29 +152,29 @@ def _expand(expr: str, origin: str) -> list[str]:
     if len(expr) > MAX_EXPR:
         raise InputError(f"{origin}: a node set longer than {MAX_EXPR} characters")
     if not _EXPR.match(expr) or not _brackets_only(expr, "/"):
-        raise InputError(f"{origin}: bad node set {quote(expr)}")
+        raise InputError(f"{origin}: bad node set {shown(expr)}")
     items = top_level(expr)
     if max(item.count("[") for item in items) > _MAX_GROUPS:
         raise InputError(
-            f"{origin}: node set {quote(expr)}: more than {_MAX_GROUPS} bracket groups"
+            f"{origin}: node set {shown(expr)}: more than {_MAX_GROUPS} bracket groups"
         )
     try:
         planned = planned_size(expr)
     except ValueError as exc:
-        raise InputError(f"{origin}: bad node set {quote(expr)}: {exc}") from None
+        raise InputError(f"{origin}: bad node set {shown(expr)}: {exc}") from None
     if planned > _MAX_HOSTS:
         raise InputError(
-            f"{origin}: node set {quote(expr)} names {planned} hosts (max {_MAX_HOSTS})"
+            f"{origin}: node set {shown(expr)} names {planned} hosts (max {_MAX_HOSTS})"
         )
     from ClusterShell.NodeSet import NodeSet, NodeSetException
 
     try:  # item by item: NodeSet(expr) splits off one item at a time, copying the rest each time
         nodes = NodeSet.fromlist(items)
     except (NodeSetException, ValueError) as exc:
-        raise InputError(f"{origin}: bad node set {quote(expr)}: {exc}") from None
+        raise InputError(f"{origin}: bad node set {shown(expr)}: {exc}") from None
     if len(nodes) > _MAX_HOSTS:
         raise InputError(
-            f"{origin}: node set {quote(expr)} names {len(nodes)} hosts (max {_MAX_HOSTS})"
+            f"{origin}: node set {shown(expr)} names {len(nodes)} hosts (max {_MAX_HOSTS})"
         )
     return list(nodes)
 
@@ -235,7 +230,7 @@ def check_expr(expr: str, origin: str) -> str:
     if "[" in expr or "," in expr:
         if expr.startswith("-") or not _EXPR.match(expr) or not _brackets_only(expr, "/"):
             why = _why_bad(expr.replace("[", "").replace("]", "").replace(",", "")) or "bad syntax"
-            raise InputError(f"{origin}: bad host name {quote(expr)}: {why}")
+            raise InputError(f"{origin}: bad host name {shown(expr)}: {why}")
         return expr
     return check_name(expr, origin)
 
@@ -280,7 +275,7 @@ def resolve(spec: str | None, environ: dict[str, str] | None = None) -> list[Hos
     if _is_file(path):
         return parse_text(read_text(path, "hosts file", MAX_TEXT), str(path))
     if "/" in spec and not _brackets_only(spec, "/"):  # a path (a step is inside brackets)
-        raise InputError(f"{quote(spec)}: hosts file not found")
+        raise InputError(f"{shown(spec)}: hosts file not found")
     return parse_text(spec, "--hosts")
 
 

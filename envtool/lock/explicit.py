@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from urllib.parse import unquote
 
-from envtool.errors import InputError
+from envtool.errors import InputError, shown
 from envtool.lock import names
 from envtool.models import Package
 from envtool_node.channels import canonical_name
@@ -44,11 +44,6 @@ def is_explicit(text: str) -> bool:
     return marker_line(text) > 0
 
 
-def _quote(text: str) -> str:
-    """A value quoted for a one-line message: a joined ``# pip`` line can be megabytes."""
-    return repr(text) if len(text) <= 200 else f"{text[:200]!r}... ({len(text)} characters)"
-
-
 def _fail(path: Path, line: int, message: str) -> InputError:
     return InputError(f"{path}:{line}: {message}")
 
@@ -68,7 +63,7 @@ def _conda(path: Path, line: int, url: str, platform: str) -> Package:
     match = _ARCHIVE.match(url)
     if not _SCHEME.match(url) or not match:
         raise _fail(
-            path, line, f"expected a package URL (.../NAME-VERSION-BUILD.conda), not {_quote(url)}"
+            path, line, f"expected a package URL (.../NAME-VERSION-BUILD.conda), not {shown(url)}"
         )
     parts = unquote(match["stem"]).rsplit("-", 2)
     if len(parts) != 3:
@@ -97,16 +92,16 @@ def _pip(path: Path, line: int, requirement: str) -> Package:
 
     words = requirement.split()
     if len(words) < 3 or words[1] != "@":
-        raise _fail(path, line, f"expected '# pip NAME @ URL', not {_quote(requirement)}")
+        raise _fail(path, line, f"expected '# pip NAME @ URL', not {shown(requirement)}")
     options = [_PIP_HASH.match(word) for word in words[3:]]
     if not all(options):
         raise _fail(
-            path, line, f"expected '--hash=sha256:HEX' after the URL, not {_quote(requirement)}"
+            path, line, f"expected '--hash=sha256:HEX' after the URL, not {shown(requirement)}"
         )
     try:
         pkg = pip_entries.parse(" ".join(words[:3]))
     except pip_entries.BadEntry as exc:
-        raise _fail(path, line, f"{exc}, got {_quote(requirement)}") from None
+        raise _fail(path, line, f"{exc}, got {shown(requirement)}") from None
     digests = {pkg.sha256} - {""} | {m.group(1) for m in options if m}
     if len(digests) > 1 or (digests and pip_entries.vcs_revision(pkg.url) is not None):
         raise _fail(path, line, f"{pkg.name}: hashes that cannot all be its file's sha256")
