@@ -35,6 +35,7 @@ from typing import Any
 
 from . import launch as ranks
 from . import perf, rank, timing
+from . import rendezvous as rdzv
 from .schema import ALLREDUCE
 
 
@@ -63,6 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nnodes", type=int, default=1, help="nodes (> 1: a multi-node run)")
     p.add_argument("--rdzv-endpoint", default="", help="HOST:PORT of the c10d rendezvous")
     p.add_argument("--rdzv-id", default="envtool", help="rendezvous id shared by the nodes")
+    p.add_argument(
+        "--rdzv-role", choices=(rdzv.HOST, rdzv.MEMBER, rdzv.AUTO), default=rdzv.AUTO,
+        help="host: this node hosts the store (port checked free first); member: it does not",
+    )  # fmt: skip
+    p.add_argument("--rdzv-host-node", default="", help="under Slurm: the node hosting it")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--out", default="", help=argparse.SUPPRESS)
     p.add_argument("--deadline", type=float, default=0.0, help=argparse.SUPPRESS)
@@ -249,16 +255,19 @@ def _worker_args(args: Any) -> tuple[str, ...]:
 
 
 def _rendezvous(args: Any) -> tuple[str, ...] | None:
-    """None on one node (the ranks started directly); torchrun's c10d rendezvous on the
-    first node across several."""
+    """None on one node (the ranks started directly); torchrun's c10d rendezvous across
+    several, hosted by the node told so, which first checks its port free (rendezvous.py)."""
     if args.nnodes <= 1:
         return None
     if not args.rdzv_endpoint:
         raise SystemExit("allreduce: --nnodes > 1 needs --rdzv-endpoint HOST:PORT")
+    role = rdzv.role(args.rdzv_role, args.rdzv_host_node, dict(os.environ))
+    if role == rdzv.HOST:
+        rdzv.claim(rdzv.port_of(args.rdzv_endpoint))
     return (
         "--nnodes", str(args.nnodes), "--rdzv-backend", "c10d",
         "--rdzv-endpoint", args.rdzv_endpoint, "--rdzv-id", args.rdzv_id,
-        "--rdzv-conf", "join_timeout=%d" % max(1, int(args.timeout)),
+        "--rdzv-conf", rdzv.conf(role, int(args.timeout)),
     )  # fmt: skip
 
 
@@ -287,7 +296,10 @@ def finish(job: ranks.Job, started: ranks.Launch, multinode: bool) -> dict[str, 
 
 def launch(args: Any) -> dict[str, Any]:
     """The ranks with a deadline; rank 0's document, a member's, or an error one."""
-    job, started = start(args)
+    try:
+        job, started = start(args)
+    except rdzv.PortTaken as exc:
+        return exc.document()
     return finish(job, started, args.nnodes > 1)
 
 

@@ -20,6 +20,7 @@ import tempfile
 from . import allreduce, facts, schema
 from . import launch as ranks
 from .launch import Terminated
+from .rendezvous import PortTaken
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -87,6 +88,9 @@ def _start(
         args = allreduce.parse(allreduce_args)
         job, launch = allreduce.start(args, facts_path)
         return job, launch, args.nnodes > 1
+    except PortTaken as exc:  # the rendezvous is not envtool's: nothing started
+        doc["allreduce"] = exc.document()
+        return None
     except (Exception, SystemExit) as exc:
         doc["allreduce"] = _error(exc)
         return None

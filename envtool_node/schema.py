@@ -17,6 +17,8 @@ PART_ENV_MISSING = "env-missing"  # the prefix has no conda-meta/
 PART_INCOMPLETE = "incomplete-install"  # the prefix carries INCOMPLETE_MARKER
 PART_FAILED = "failed"  # anything else (the text says what)
 PART_KINDS = (PART_ENV_MISSING, PART_INCOMPLETE, PART_FAILED)
+# An all-reduce document without a result says why in "error", and may name a cause:
+CAUSE_PORT_TAKEN = "rdzv-port-taken"  # the rendezvous port held by another process
 
 # In a prefix from before `envtool install` starts until the whole install (conda + pip)
 # succeeded: a prefix that has it is half-installed.

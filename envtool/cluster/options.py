@@ -31,3 +31,4 @@ class FanoutOptions:
     slurm_args: tuple[str, ...] = ()  # --partition/--time for an srun outside an allocation
     max_output: int = MAX_OUTPUT  # bytes read from a node's stdout before it is stopped
     max_stderr: int = MAX_STDERR  # and from its stderr
+    rdzv_host: str = ""  # across nodes: the host (its name) that hosts the rendezvous store

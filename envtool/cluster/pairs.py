@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from envtool.cluster import survey
 from envtool.cluster.hosts import Host
 from envtool.cluster.options import FanoutOptions
+from envtool.protocol.schemas import CAUSE_PORT_TAKEN
 from envtool.protocol.types import AllReduceResult, HostReport, PairRun, PairsRun
 
 
@@ -104,9 +105,18 @@ def _one(pair: tuple[Host, Host], number: int, slot: int, how: How) -> PairRun:
     a, b = pair
     start = time.monotonic()
     node = survey.node_args([a, b], "cluster", how.args, how.fan.timeout, how.endpoint(a, slot))
-    options = replace(how.fan, node_args=("--allreduce-only", *node))  # before --allreduce's own
-    result, error, by = _result(survey.survey([a, b], options))
-    return PairRun(a.target, b.target, number, result, error, time.monotonic() - start, by)
+    # before --allreduce's own; the pair's first node hosts its rendezvous store
+    options = replace(how.fan, node_args=("--allreduce-only", *node), rdzv_host=a.name)
+    reports = survey.survey([a, b], options)
+    result, error, by = _result(reports)
+    taken = [r for r in reports if r.allreduce is not None and r.allreduce.cause]
+    if taken:  # the pair's store could not be envtool's: that, not the pair, is the finding
+        ar = taken[0].allreduce
+        error, by, cause = ar.error if ar else error, taken[0].host, CAUSE_PORT_TAKEN
+    else:
+        cause = ""
+    seconds = time.monotonic() - start
+    return PairRun(a.target, b.target, number, result, error, seconds, by, cause)
 
 
 def _round(pairs: list[tuple[Host, Host]], number: int, how: How) -> list[PairRun]:

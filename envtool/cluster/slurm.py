@@ -35,6 +35,9 @@ def srun_argv(hosts: Sequence[Host], options: FanoutOptions) -> list[str]:
     from ClusterShell.NodeSet import NodeSet
 
     nodes = str(NodeSet.fromlist([h.name for h in hosts]))
+    if options.rdzv_host:  # one command for every task: the node that hosts it knows itself
+        options = replace(options, node_args=(*options.node_args, "--rdzv-host-node",
+                                              options.rdzv_host))  # fmt: skip
     return [
         "srun",
         f"--nodes={len(hosts)}",

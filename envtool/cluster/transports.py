@@ -8,6 +8,7 @@ ssh (argv only, BatchMode, no agent or X forwarding, host keys checked unless to
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from envtool.cluster.hosts import Host
@@ -68,9 +69,18 @@ def host_has_nvidia_gpus() -> bool:
     return Path("/proc/driver/nvidia/version").exists()
 
 
+def with_role(host: Host, options: FanoutOptions) -> FanoutOptions:
+    """The node arguments for ``host``: across nodes, whether it hosts the rendezvous store
+    (envtool_node/rendezvous.py: that node checks the port free; no node guesses)."""
+    if not options.rdzv_host:
+        return options
+    role = "host" if host.name == options.rdzv_host else "member"
+    return replace(options, node_args=(*options.node_args, "--rdzv-role", role))
+
+
 def argv_for(host: Host, options: FanoutOptions) -> list[str]:
     """The command that runs the bundle on ``host`` through the chosen transport."""
-    script = node_script(options)
+    script = node_script(with_role(host, options))
     if options.transport == "ssh":
         return _ssh_argv(host, options, script)
     if options.transport == "local":

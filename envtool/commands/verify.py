@@ -129,7 +129,9 @@ def run(args: VerifyArgs) -> int:
     )  # fmt: skip
     # with a lock, the environment is searched by its name and nothing else stands in for it
     name = env_name(args.lock_path) or ("ddp" if args.lock_path is not None else "")
-    fan = replace(args.fanout, node_args=node_args, env_name=name)
+    # across nodes the first host hosts the rendezvous store (told so; the others are not)
+    store = host_list[0].name if args.allreduce == "cluster" else ""
+    fan = replace(args.fanout, node_args=node_args, env_name=name, rdzv_host=store)
     with console.Progress(len(host_list), quiet=args.fmt != "table") as progress:
         reports = survey.survey(host_list, fan, progress.done)
     policy = verdict.Policy(

@@ -84,8 +84,9 @@ def _explainer(f: Finding, causes: list[Finding]) -> tuple[set[str], list[Findin
             continue
         if rule.by_subject and cause.subject != f.subject:
             continue
-        if left & set(cause.hosts):
-            left -= set(cause.hosts)
+        hit = left if rule.whole_run else left & set(cause.hosts)
+        if hit:
+            left -= hit
             by.append(cause)
     return left, by
 

@@ -10,7 +10,8 @@ from envtool.judge.consensus import differences
 from envtool.judge.findings import Finding, Kind
 from envtool.judge.rules import severity
 from envtool.models import Environment
-from envtool.protocol.types import HostReport, NodeFacts
+from envtool.protocol.schemas import CAUSE_PORT_TAKEN
+from envtool.protocol.types import AllReduceResult, HostReport, NodeFacts
 
 CAUSE_BASELINE, CAUSE_MIN_BUSBW = "baseline", "min-busbw"
 CAUSE_NO_RANK0 = "no-rank0-result"
@@ -107,10 +108,21 @@ def _busbw_floor(policy: GpuPolicy) -> tuple[float, str, str] | None:
     return max(floors) if floors else None
 
 
+def port_taken(subject: str, ar: AllReduceResult, host: str) -> Finding:
+    """The rendezvous port held by another process on ``host`` (it explains the run's, or
+    the pair's, failures on every node: rules.py)."""
+    kind = Kind.RDZV_PORT_TAKEN
+    port = f"port {ar.port}" if ar.port else "its port"
+    return Finding(kind, severity(kind), subject, f"{port} free for envtool's store", ar.error,
+                   (host,))  # fmt: skip
+
+
 def _allreduce_checks(report: HostReport, policy: GpuPolicy) -> list[Finding]:
     ar, host = report.allreduce, (report.host,)
     if ar is None or ar.member:
         return []
+    if ar.cause == CAUSE_PORT_TAKEN:
+        return [port_taken("all-reduce", ar, report.host)]
     if ar.error:
         return [
             Finding(

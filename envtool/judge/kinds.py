@@ -49,6 +49,7 @@ class Kind(str, Enum):
     MANAGER_DIFFERS = "manager-differs"
     PIP_SHADOWING = "pip-shadowing"
     ARTIFACT_DIFFERS = "artifact-differs"
+    SPEC_UNMET = "spec-unmet"
     DIFFERS_FROM_MAJORITY = "differs-from-majority"
     DIFFERS_BETWEEN_NODES = "differs-between-nodes"
     VERSION_MISMATCH = "version-mismatch"
@@ -60,6 +61,7 @@ class Kind(str, Enum):
     DRIVER_TOO_OLD = "driver-too-old"
     DRIVER_MINOR_COMPAT = "driver-minor-compat"
     ALLREDUCE_FAILED = "allreduce-failed"
+    RDZV_PORT_TAKEN = "rendezvous-port-taken"
     ALLREDUCE_WRONG = "allreduce-wrong"
     BUSBW_LOW = "busbw-low"
     SLOW_NODE = "slow-node"
@@ -96,6 +98,7 @@ class Rule:
     docs_fix: str
     explains: frozenset[Kind] = frozenset()
     by_subject: bool = False  # explains only findings about the same subject (a package)
+    whole_run: bool = False  # explains them on every host (one run's shared rendezvous)
 
     @property
     def when(self) -> str:

@@ -166,7 +166,13 @@ def decide(run: PairsRun, policy: GpuPolicy) -> list[Finding]:
     out = [
         Finding(Kind.ALLREDUCE_FAILED, severity(Kind.ALLREDUCE_FAILED), f"{p.a} <-> {p.b}",
                 "completes", p.error, (p.a, p.b))
-        for p in run.pairs if p.result is None
+        for p in run.pairs if p.result is None and not p.cause
+    ]  # fmt: skip
+    kind = Kind.RDZV_PORT_TAKEN  # the pair's store host could not be envtool's
+    out += [
+        Finding(kind, severity(kind), f"{p.a} <-> {p.b}", "its port free for envtool's store",
+                p.error, (p.by or p.a,))
+        for p in run.pairs if p.result is None and p.cause
     ]  # fmt: skip
     out += _liars(run)
     run = credible(run)

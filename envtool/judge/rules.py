@@ -78,6 +78,15 @@ RULES: dict[Kind, Rule] = {
         "",
         "reinstall it from the lock's URL (`envtool install`)",
     ),
+    Kind.SPEC_UNMET: Rule(
+        Check.LOCK, Severity.ERROR, Severity.WARNING,
+        "a spec of a spec list (`conda env export --from-history`, an export edited to bare "
+        "names: `numpy`, `python=3.9`, `pytorch::pytorch>=2`) that the other side's package "
+        "does not meet: absent, another version, build or channel, or the other manager. A "
+        "package no spec names is fine",
+        "re-lock so that {subject} meets the spec (envtool lock), or change the spec",
+        "re-lock from the specs (`envtool lock -f`), or change the spec",
+    ),
     Kind.DIFFERS_FROM_MAJORITY: Rule(
         Check.MAJORITY, Severity.ERROR, Severity.WARNING,
         "where the lock is silent: a node unlike the majority (more than half of the nodes agree)",
@@ -155,6 +164,18 @@ RULES: dict[Kind, Rule] = {
         "see docs: blocked MASTER_PORT, wrong interface (NCCL_SOCKET_IFNAME)",
         "check `MASTER_PORT`/rendezvous port, firewall, `NCCL_SOCKET_IFNAME`",
     ),
+    Kind.RDZV_PORT_TAKEN: Rule(
+        Check.ALLREDUCE, Severity.ERROR, None,
+        "the rendezvous port on the node that hosts envtool's store (the first host; a pair's "
+        "first node) is held by another process, named with its user and, where visible, pid: "
+        "envtool does not run its all-reduce through a store it does not own. The other nodes' "
+        "failures follow from it",
+        "pick a free port: --rdzv-endpoint HOST:PORT (or stop the process holding it)",
+        "choose a free port with `--rdzv-endpoint HOST:PORT`, or stop the holder",
+        frozenset({Kind.ALLREDUCE_FAILED}),
+        by_subject=True,  # the run's ("all-reduce") or the pair's ("a <-> b") failures
+        whole_run=True,
+    ),
     Kind.ALLREDUCE_WRONG: Rule(
         Check.ALLREDUCE, Severity.ERROR, None,
         "the all-reduce returned wrong elements (`#wrong` > 0)",
@@ -225,27 +246,33 @@ RULES: dict[Kind, Rule] = {
         "`torch.version.cuda` vs the CUDA the locked build names (`cuda118_*` → 11.8, `+cu121` → "
         "12.1, `cpu_*` → none); the NCCL library mapped into the process (its own "
         "`ncclGetVersion`) vs the locked `nccl` or `nvidia-nccl-cuXX`; cuDNN vs the locked "
-        "`cudnn`. Not reported where a package finding on that node already explains it, or where "
-        "the file came from outside the prefix (that finding says why)",
+        "`cudnn`; a mapped cuBLAS (`cublasGetProperty`) vs the locked `libcublas` or "
+        "`nvidia-cublas-cuXX` (cuBLAS loads on first use: not mapped says nothing). Not "
+        "reported where a package finding on that node already explains it, or where the file "
+        "came from outside the prefix (that finding says why)",
         "",
         "install the locked environment (`envtool install`) and run its own `bin/python`",
     ),
     Kind.LOADED_OUTSIDE: Rule(
         Check.RUNTIME, Severity.ERROR, None,
-        "the interpreter (its `sys.prefix`), torch, or a NCCL/CUDA runtime/cuDNN library was "
-        "loaded from outside the probed prefix; the finding names the file, its version and what "
-        "put it there: another interpreter, `PYTHONPATH`, the user site (`~/.local`), another "
+        "the interpreter (its `sys.prefix`), torch, or a library a locked package ships (libtorch "
+        "and libc10, cuBLAS, cuDNN and its parts, NCCL, the CUDA runtime) was loaded from "
+        "outside the probed prefix; the finding names the file, its version and what put it "
+        "there: another interpreter, `PYTHONPATH`, the user site (`~/.local`), another "
         "`sys.path` entry (a `.pth` file), `LD_PRELOAD`, `LD_LIBRARY_PATH`, or the loader itself "
         "(RPATH, `ld.so.conf`, system folders). A library beside a linked torch (the prefix's "
-        "`torch` a symlink) counts as the prefix's",
+        "`torch` a symlink) or reached through the prefix's own softlink counts as the prefix's; "
+        "torch from elsewhere explains the libtorch/libc10 beside it",
         "",
         "`unset PYTHONPATH`; `export PYTHONNOUSERSITE=1` or `pip uninstall --user torch`; remove "
         "the `.pth` entry; `unset LD_PRELOAD`; drop the folder from `LD_LIBRARY_PATH`",
     ),
     Kind.LOADED_TWICE: Rule(
         Check.RUNTIME, Severity.ERROR, None,
-        "two copies of one library (NCCL) mapped into one process, e.g. `LD_PRELOAD` beside the "
-        "one torch links: the first wins symbol lookup",
+        "two copies of one library (NCCL, libc10, cuDNN, ...) mapped into one process, e.g. "
+        "`LD_PRELOAD` beside the one torch links: the first wins symbol lookup; or cuDNN's parts "
+        "(`libcudnn_ops`, ...) from another folder or version than its main `libcudnn` (two "
+        "installs, e.g. a pip wheel's beside conda's)",
         "",
         "`unset LD_PRELOAD`, or drop the other copy's folder from `LD_LIBRARY_PATH`",
     ),

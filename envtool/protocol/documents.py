@@ -31,6 +31,7 @@ from envtool.protocol.types import (
     DdpSmoke,
     Device,
     Library,
+    NetPlugin,
     NodeFacts,
     Problem,
     ProblemKind,
@@ -39,7 +40,7 @@ from envtool.protocol.types import (
 from envtool_node.channels import canonical_name
 
 MAX_DEVICES, MAX_ENV, MAX_NOTES, MAX_ROWS, MAX_PACKAGES = 64, 200, 20, 4096, 100_000
-MAX_PATHS, MAX_LIBRARIES, PATH_LIMIT = 100, 16, 1000
+MAX_PATHS, MAX_LIBRARIES, MAX_PLUGINS, PATH_LIMIT = 100, 64, 16, 1000
 _PARAMS = ("minbytes", "maxbytes", "stepfactor", "iters", "warmup_iters", "cudagraph")
 
 
@@ -92,6 +93,13 @@ def _library(item: Any) -> Library:
     )
 
 
+def _plugin(item: Any) -> NetPlugin:
+    if isinstance(item, str):  # a node package from before the search said where
+        return NetPlugin(item[:PATH_LIMIT])
+    doc = mapping(item, "a net plugin entry")
+    return NetPlugin(string(doc, "path", PATH_LIMIT) or "", string(doc, "found", 20) or "")
+
+
 def _paths(value: Any, what: str) -> tuple[str, ...]:
     items = listing(value, what)[:MAX_PATHS]
     if not all(isinstance(p, str) for p in items):
@@ -117,7 +125,7 @@ def read_runtime(value: Any) -> Runtime | None:
         string(torch, "entry", PATH_LIMIT),
         string(torch, "git_version", 80),
         tuple(_library(x) for x in listing(doc.get("libraries"), "libraries")[:MAX_LIBRARIES]),
-        _paths(doc.get("net_plugins"), "runtime.net_plugins")[:MAX_LIBRARIES],
+        tuple(_plugin(x) for x in listing(doc.get("net_plugins"), "net_plugins")[:MAX_PLUGINS]),
     )
 
 
@@ -191,6 +199,10 @@ def read_allreduce(value: Any) -> AllReduceResult:
     backend = string(doc, "backend", 20) or "?"
     if doc.get("error") or doc.get("schema") != schemas.ALLREDUCE:
         error = str(doc.get("error") or "not an all-reduce document")[:300]
+        if doc.get("cause") == schemas.CAUSE_PORT_TAKEN and doc.get("schema") == schemas.ALLREDUCE:
+            port = count(doc, "port", 0)
+            return AllReduceResult(backend, 0, error=error, cause=schemas.CAUSE_PORT_TAKEN,
+                                   port=port if port < 65536 else 0)  # fmt: skip
         return AllReduceResult(backend, 0, error=error)
     if doc.get("member") is True:
         return AllReduceResult(backend, 0, member=True)

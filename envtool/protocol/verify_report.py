@@ -107,6 +107,7 @@ class PairEntry:
     busbw: float | None  # GB/s over the largest sizes
     error: str | None
     seconds: float
+    by: str | None = None  # the node whose answer carried the result (or the failure's cause)
 
 
 @dataclass(frozen=True)
@@ -263,6 +264,7 @@ def _pair(doc: Any) -> PairEntry:
         _float(_get(doc, "busbw", (int, float), optional=True)),
         _get(doc, "error", (str,), optional=True),
         float(_get(doc, "seconds", (int, float))),
+        _get(doc, "by", (str,), optional=True),
     )
 
 

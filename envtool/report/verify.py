@@ -53,7 +53,7 @@ def _runtime(rt: Runtime | None) -> vr.RuntimeEntry | None:
     )
     return vr.RuntimeEntry(
         visible(rt.executable), visible(rt.sys_prefix), _maybe(rt.user_site),
-        _maybe(rt.torch_file), libraries, visible_all(rt.net_plugins),
+        _maybe(rt.torch_file), libraries, visible_all([p.path for p in rt.net_plugins]),
     )  # fmt: skip
 
 
@@ -112,7 +112,8 @@ def _pairs(verdict: Verdict) -> tuple[vr.PairEntry, ...]:
     return tuple(
         vr.PairEntry(visible(p.a), visible(p.b), p.round,
                      p.result.peak_busbw if p.result is not None else None,
-                     visible(p.error) if p.result is None else None, round(p.seconds, 3))
+                     visible(p.error) if p.result is None else None, round(p.seconds, 3),
+                     visible(p.by) if p.by else None)
         for p in run.pairs
     )  # fmt: skip
 

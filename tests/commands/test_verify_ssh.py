@@ -232,9 +232,53 @@ def test_cluster_allreduce_blocked_rendezvous_is_a_finding(
         "20",
     )
     assert code == 1
-    failed = [f for f in json.loads(out)["findings"] if f["kind"] == "allreduce-failed"]
-    assert failed and set(failed[0]["hosts"]) == {"node1", "node2"}
+    findings = json.loads(out)["findings"]
+    # the port is named with its holder on the node that hosts the store, not the nodes blamed
+    named = [f for f in findings if f["kind"] == "rendezvous-port-taken"]
+    assert len(named) == 1 and named[0]["hosts"] == ["node1"], out
+    assert f"port {taken.port} free" in named[0]["expected"], out
+    assert "(uid " in named[0]["actual"] and "(sshd)" in named[0]["actual"], out
+    assert not [f for f in findings if f["kind"] == "allreduce-failed"], out
+    assert named[0]["follows"] >= 1  # node2's failure follows from it
     assert seconds < 20 + 3 + 5 + 5
+
+
+def test_a_store_another_process_holds_is_not_joined(
+    lab: tuple[Project, sshnodes.Cluster],
+) -> None:
+    """A TCPStore already listening on the rendezvous port (another job's, or planted): torch's
+    c10d backend, left to guess, quietly becomes its client and the run passes through a store
+    envtool does not own. Told to host the store, node1 checks the port and names its holder."""
+    require(__import__("importlib").util.find_spec("torch") is not None, "torch is not installed")
+    import subprocess
+
+    proj, cluster = lab
+    port = sshnodes.free_port("127.0.0.2")
+    squatter = subprocess.Popen(
+        [sys.executable, "-c",
+         "import time; from torch.distributed import TCPStore; "
+         f"s = TCPStore('127.0.0.2', {port}, is_master=True, wait_for_workers=False); "
+         "print('up', flush=True); time.sleep(300)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert squatter.stdout is not None and squatter.stdout.readline().strip() == "up"
+        code, out, err, _ = _verify(
+            proj, cluster, "node[1-2]", "--format", "json", "--allreduce", "cluster",
+            "--allreduce-args", "-b 8 -e 8 -n 1 -w 1 --nproc 1 --backend gloo",
+            "--rdzv-endpoint", f"127.0.0.2:{port}", "--timeout", "25",
+        )  # fmt: skip
+    finally:
+        squatter.kill()
+        squatter.wait()
+    assert code == 1, out + err
+    findings = json.loads(out)["findings"]
+    taken = [f for f in findings if f["kind"] == "rendezvous-port-taken"]
+    assert len(taken) == 1 and taken[0]["hosts"] == ["node1"], out
+    assert f"port {port}" in taken[0]["expected"], out
+    assert f"pid {squatter.pid} (python" in taken[0]["actual"], out
+    errors = [f["kind"] for f in findings if f["severity"] == "error"]
+    assert errors == ["rendezvous-port-taken"], out  # node2's wait follows from it
 
 
 def test_ctrl_c_exits_130_and_leaves_no_ssh_behind(

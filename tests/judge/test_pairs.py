@@ -9,7 +9,7 @@ import pytest
 from test_gpu import allreduce
 
 from envtool.cluster.pairs import rounds
-from envtool.judge import pairs
+from envtool.judge import findings, pairs
 from envtool.judge.findings import Kind
 from envtool.judge.gpu import GpuPolicy
 from envtool.protocol.types import PairRun, PairsRun
@@ -210,3 +210,21 @@ def test_bisect_with_both_fast_pairs_from_one_rank_0_still_names_the_slow_node()
     )
     found = pairs.decide(PairsRun((n1n4, n2n3, n1n2, n3n4), 2, 9.0), GpuPolicy())
     assert [(f.kind, f.subject) for f in found] == [(Kind.SLOW_NODE, "n3")]
+
+
+def test_a_pair_whose_store_port_was_taken_names_the_port_not_the_pair() -> None:
+    """Only that pair's failure follows from it; another pair's failure stays its own."""
+    why = "rendezvous port 29401 on this node is already taken by nobody (uid 65534)"
+    run = PairsRun(
+        (
+            PairRun("n1", "n2", 1, None, why, by="n1", cause="rdzv-port-taken"),
+            PairRun("n3", "n4", 1, None, "RendezvousTimeoutError"),
+        ),
+        1,
+        1.0,
+    )
+    found = findings.explain(pairs.decide(run, GpuPolicy()))
+    assert [(f.kind.value, f.subject, f.hosts) for f in found] == [
+        ("allreduce-failed", "n3 <-> n4", ("n3", "n4")),
+        ("rendezvous-port-taken", "n1 <-> n2", ("n1",)),
+    ]

@@ -176,3 +176,20 @@ def test_a_record_conda_ignores_is_named_by_its_file_not_called_absent() -> None
     assert (Kind.MISSING, "pytorch") not in kinds
     (bad,) = [f for f in found if f.kind is Kind.RECORD_UNREADABLE]
     assert bad.actual == f"{path}: {why}" and bad.follows == 1
+
+
+def test_a_taken_rendezvous_port_is_the_finding_not_the_nodes() -> None:
+    """node a hosts the store and found its port held; b waited in vain; no rank 0 anywhere.
+    One finding: the port on a, with its holder; b's failure follows from it."""
+    from envtool.protocol.types import AllReduceResult
+
+    why = "rendezvous port 29400 on this node is already taken by nobody (uid 65534)"
+    taken = AllReduceResult("?", 0, error=why, cause="rdzv-port-taken", port=29400)
+    waited = AllReduceResult("gloo", 0, error="RendezvousTimeoutError: no result within 30 s")
+    rs = [HostReport("a", facts=facts(), allreduce=taken),
+          HostReport("b", facts=facts(), allreduce=waited)]  # fmt: skip
+    policy = verdict.Policy(gpu.GpuPolicy(min_gpus=8), "cluster")
+    found = [f for f in verdict.decide(rs, None, policy) if f.kind.value.startswith(("all", "ren"))]
+    assert [(f.kind, f.hosts) for f in found] == [(Kind.RDZV_PORT_TAKEN, ("a",))]
+    assert found[0].expected == "port 29400 free for envtool's store" and found[0].actual == why
+    assert found[0].follows == 1  # b's failure
