@@ -85,6 +85,8 @@ class AllReduceResult:
     avg_busbw: float = 0.0
     error: str = ""
     member: bool = False  # a multi-node run's node without rank 0: its result is elsewhere
+    cause: str = ""  # why there is no result, where the node could tell (CAUSE_PORT_TAKEN)
+    port: int = 0  # the rendezvous port of that cause
 
     @property
     def peak_busbw(self) -> float | None:
@@ -198,6 +200,7 @@ class PairRun:
     error: str = ""
     seconds: float = 0.0
     by: str = ""  # the node whose answer carried rank 0's result: it speaks for the pair
+    cause: str = ""  # why there is no result, where a node could tell (CAUSE_PORT_TAKEN)
 
 
 @dataclass(frozen=True)
