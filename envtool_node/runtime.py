@@ -1,10 +1,11 @@
-"""What this interpreter really loads: itself, torch, and the NCCL/CUDA/cuDNN libraries.
+"""What this interpreter really loads: itself, torch, and the libraries locked packages ship.
 
 Part of the facts probe, run with the environment's own python after ``import torch``:
 the interpreter (version, executable, ``sys.prefix``, user site, ``sys.path``), where torch
-was imported from, each ``libnccl``/``libcudart``/``libcudnn`` mapped into the process
-(``/proc/self/maps``) with the version the library itself reports, and the NCCL network
-plugins on the library path. Nothing is judged here: envtool compares it with the lock.
+was imported from, each libtorch/libc10, cuBLAS, cuDNN (and its parts), NCCL and CUDA runtime
+library mapped into the process (``/proc/self/maps``) with the version the library itself
+reports, and the NCCL network plugins where NCCL's ``dlopen`` looks for them. Nothing is
+judged here: envtool compares it with the lock.
 Python 3.9, standard library only (torch is read from ``sys.modules``, never imported).
 """
 
@@ -16,11 +17,14 @@ import platform
 import site
 import sys
 
+from . import netplugins
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MAX_PATH_ENTRIES, MAX_MAPPED, MAX_PLUGINS = 100, 16, 16
+# a CUDA torch maps about 25 of these (libtorch 5, libc10 2, cuBLAS 2, cuDNN 8, ...)
+MAX_PATH_ENTRIES, MAX_MAPPED = 100, 64
 MAX_MAPS = 16 * 2**20  # /proc/self/maps read at most this far
 
 # kind → how its file name starts (``libcudnn.so.9`` is cuDNN; ``libcudnn_ops.so.9`` a part)
@@ -29,12 +33,23 @@ LIBRARIES = (
     ("nccl-net", "libnccl-net"),
     ("cudart", "libcudart.so"),
     ("cudnn", "libcudnn.so"),
+    ("cudnn-part", "libcudnn_"),
+    ("cublas", "libcublas.so"),
+    ("cublaslt", "libcublasLt.so"),
+    ("libtorch", "libtorch.so"),
+    ("libtorch", "libtorch_"),  # libtorch_cpu/_cuda/_python/_global_deps, not libtorchaudio
+    ("libc10", "libc10.so"),
+    ("libc10", "libc10_"),
 )
+# kind → the function that says the library's version: libraryPropertyType 0/1/2, int*
+PROPERTIES = {"cublas": "cublasGetProperty", "cublaslt": "cublasLtGetProperty"}
 
 
 def library_kind(path: str) -> str | None:
     """The kind of a mapped file, by its name; None for any other file."""
     name = os.path.basename(path)
+    if ".so" not in name:
+        return None
     for kind, start in LIBRARIES:
         if name.startswith(start):
             return kind
@@ -42,8 +57,8 @@ def library_kind(path: str) -> str | None:
 
 
 def mapped(maps: str) -> list[tuple[str, str]]:
-    """(kind, path) of each NCCL/CUDA runtime/cuDNN library in a ``/proc/PID/maps`` text,
-    each path once, in the order the loader mapped them."""
+    """(kind, path) of each library of ``LIBRARIES`` in a ``/proc/PID/maps`` text, each path
+    once, in the order the loader mapped them."""
     seen: dict[str, str] = {}
     for line in maps.splitlines():
         fields = line.split(None, 5)
@@ -84,15 +99,58 @@ def _loaded(path: str) -> Any:
     return ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
 
 
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+def _own(lib: Any, name: str, path: str) -> Any:
+    """The function ``name`` when ``path`` itself defines it: dlsym also searches what a
+    library needs (cuDNN 9's parts find libcudnn_graph's cudnnGetVersion), whose version
+    is not the part's. AttributeError when another file answers."""
+    function = getattr(lib, name)
+    try:
+        dladdr = ctypes.CDLL(None).dladdr
+    except (OSError, AttributeError):
+        return function  # no dladdr to ask: the symbol as dlsym found it
+    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    info = _DlInfo()
+    found = dladdr(ctypes.cast(function, ctypes.c_void_p), ctypes.byref(info))
+    where = os.fsdecode(info.dli_fname) if found and info.dli_fname else path
+    if os.path.realpath(where) != os.path.realpath(path):
+        raise AttributeError(name)
+    return function
+
+
+def _property_version(function: Any) -> str | None:
+    """``major.minor.patch`` from a ``GetProperty(libraryPropertyType, int*)`` function."""
+    function.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+    parts = []
+    for prop in (0, 1, 2):  # MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
+        out = ctypes.c_int(0)
+        if function(prop, ctypes.byref(out)) != 0:
+            return None
+        parts.append(out.value)
+    return "%d.%d.%d" % tuple(parts)
+
+
 def library_version(kind: str, path: str) -> str | None:
-    """The version the mapped library reports about itself; None when it cannot say."""
+    """The version the mapped library reports about itself; None when it cannot say
+    (libtorch and libc10 have no such function)."""
     try:
         lib = _loaded(path)
-        if kind == "cudnn":
-            lib.cudnnGetVersion.restype = ctypes.c_size_t
-            return cudnn_version(int(lib.cudnnGetVersion()))
+        if kind in ("cudnn", "cudnn-part"):
+            function = _own(lib, "cudnnGetVersion", path)
+            function.restype = ctypes.c_size_t
+            return cudnn_version(int(function()))
+        if kind in PROPERTIES:
+            return _property_version(_own(lib, PROPERTIES[kind], path))
         out = ctypes.c_int(0)
-        if kind == "nccl" and lib.ncclGetVersion(ctypes.byref(out)) == 0:
+        if kind == "nccl" and _own(lib, "ncclGetVersion", path)(ctypes.byref(out)) == 0:
             return nccl_version(out.value)
         if kind == "cudart" and lib.cudaRuntimeGetVersion(ctypes.byref(out)) == 0:
             return cudart_version(out.value)
@@ -101,48 +159,42 @@ def library_version(kind: str, path: str) -> str | None:
     return None
 
 
-def prefix_link(path: str, prefix: str) -> str | None:
-    """The file of ``prefix`` that is a link to the mapped ``path`` (maps shows real paths: a
-    prefix conda installed with softlinks into its package cache maps the cache's files)."""
-    for folder in ("lib", "lib64"):
-        candidate = os.path.join(prefix, folder, os.path.basename(path))
+def prefix_link(path: str, prefix: str, folders: tuple[str, ...] = ()) -> str | None:
+    """The file of ``prefix`` (its lib, lib64, and ``folders``: torch's lib) that is a link to
+    the mapped ``path`` (maps shows real paths: a prefix conda installed with softlinks into
+    its package cache maps the cache's files)."""
+    for folder in (os.path.join(prefix, "lib"), os.path.join(prefix, "lib64"), *folders):
+        candidate = os.path.join(folder, os.path.basename(path))
         if os.path.islink(candidate) and os.path.realpath(candidate) == path:
             return candidate
     return None
 
 
-def _libraries() -> list[dict[str, Any]]:
-    try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
-            text = fh.read(MAX_MAPS)
-    except OSError:
-        return []
+def _torch_lib() -> tuple[str, ...]:
+    """torch's own library folder (libtorch, libc10), as imported: not resolved."""
+    where = str(getattr(sys.modules.get("torch"), "__file__", "") or "")
+    return (os.path.join(os.path.dirname(os.path.abspath(where)), "lib"),) if where else ()
+
+
+def _libraries(maps: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    torch_lib = _torch_lib()
     return [
         {
             "kind": kind,
             "path": path,
             "version": library_version(kind, path),
-            "linked_from": prefix_link(path, sys.prefix),
+            "linked_from": prefix_link(path, sys.prefix, torch_lib),
         }
-        for kind, path in mapped(text)
+        for kind, path in maps
     ]
 
 
-def net_plugins(environ: dict[str, str]) -> list[str]:
-    """``libnccl-net*.so`` files in the ``LD_LIBRARY_PATH`` directories (NCCL dlopens the
-    first it finds), in search order."""
-    found: list[str] = []
-    for folder in environ.get("LD_LIBRARY_PATH", "").split(":"):
-        if not folder or not os.path.isabs(folder):
-            continue
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            continue
-        for name in names:
-            if name.startswith("libnccl-net") and ".so" in name and len(found) < MAX_PLUGINS:
-                found.append(os.path.join(folder, name))
-    return found
+def _maps() -> list[tuple[str, str]]:
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+            return mapped(fh.read(MAX_MAPS))
+    except OSError:
+        return []
 
 
 def _entry_of(directory: str, path: list[str]) -> str | None:
@@ -179,6 +231,8 @@ def collect() -> dict[str, Any]:
     bundle = _bundle_root()
     path = [os.path.abspath(p) for p in sys.path if p and os.path.abspath(p) != bundle]
     user_site = site.ENABLE_USER_SITE is True
+    maps = _maps()
+    nccl = [p for kind, p in maps if kind == "nccl"]
     return {
         "implementation": platform.python_implementation(),
         "executable": sys.executable,
@@ -187,6 +241,6 @@ def collect() -> dict[str, Any]:
         "user_site": site.getusersitepackages() if user_site else None,
         "path": path[:MAX_PATH_ENTRIES],
         "torch": _torch(path),
-        "libraries": _libraries(),
-        "net_plugins": net_plugins(dict(os.environ)),
+        "libraries": _libraries(maps),
+        "net_plugins": netplugins.search(dict(os.environ), nccl, sys.prefix),
     }

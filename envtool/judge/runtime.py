@@ -1,11 +1,12 @@
 """Pure checks of what a node's interpreter really loads against the lock and the prefix.
 
 The package records on disk say what was installed; the runtime facts (envtool_node/runtime)
-say what a job will run: the interpreter, the torch it imports, the NCCL/CUDA runtime/cuDNN
-libraries mapped into it. Each is compared with the locked package (``runtime-differs``),
-and each loaded from outside the probed prefix is named with the mechanism that put it
-there (``loaded-outside-prefix``, ``cause``). One cause, one finding: a version that differs
-because the file came from elsewhere is reported as the file from elsewhere.
+say what a job will run: the interpreter, the torch it imports, the libraries mapped into
+it (libtorch/libc10, cuBLAS, cuDNN and its parts, NCCL, the CUDA runtime). Each is compared
+with the locked package (``runtime-differs``), and each loaded from outside the probed
+prefix is named with the mechanism that put it there (``loaded-outside-prefix``, ``cause``).
+One cause, one finding: a version that differs because the file came from elsewhere is
+reported as the file from elsewhere, and torch from elsewhere explains the libtorch beside it.
 """
 
 from __future__ import annotations
@@ -18,18 +19,29 @@ from envtool.judge.findings import Finding, Kind
 from envtool.judge.packages import by_key, effective
 from envtool.judge.rules import severity
 from envtool.models import Environment, Package
-from envtool.protocol.types import HostReport, NodeFacts, Runtime
+from envtool.protocol.types import HostReport, Library, NodeFacts, Runtime
 from envtool_node.runtime import cudnn_version
 
 # What loaded a file from outside the prefix (``Finding.cause``; labels say the fix).
 INTERPRETER, PYTHONPATH, USER_SITE, SYS_PATH = "interpreter", "PYTHONPATH", "user-site", "sys.path"
 LD_PRELOAD, LD_LIBRARY_PATH, LOADER = "LD_PRELOAD", "LD_LIBRARY_PATH", "loader"
-# library kind → the subject its findings carry, and the lock keys that pin it
-LIBRARIES = {
-    "nccl": ("NCCL", ("nccl", "nvidia-nccl-cu11", "nvidia-nccl-cu12", "nvidia-nccl-cu13")),
+PARTS = "parts"  # loaded-twice: cuDNN's parts from another install than its main library
+NCCL = ("nccl", "nvidia-nccl-cu11", "nvidia-nccl-cu12", "nvidia-nccl-cu13")
+CUDNN = ("cudnn", "nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13")
+CUBLAS = ("libcublas", "nvidia-cublas-cu11", "nvidia-cublas-cu12", "nvidia-cublas-cu13")
+# library kind (envtool_node.runtime.LIBRARIES) → the subject its findings carry, and the
+# lock keys that pin it
+LIBRARIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "libtorch": ("libtorch", ("torch",)),
+    "libc10": ("libc10", ("torch",)),
+    "nccl": ("NCCL", NCCL),
     "cudart": ("CUDA runtime", ()),
-    "cudnn": ("cuDNN", ("cudnn", "nvidia-cudnn-cu11", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13")),
+    "cudnn": ("cuDNN", CUDNN),
+    "cudnn-part": ("cuDNN", CUDNN),
+    "cublas": ("cuBLAS", CUBLAS),
+    "cublaslt": ("cuBLAS", CUBLAS),
 }
+TORCH_LIBRARIES = ("libtorch", "libc10")  # beside torch: a torch from elsewhere explains them
 # a runtime subject → the subjects a file from outside the prefix already explains
 EXPLAINS = {"python": ("python",), "torch": ("torch", "torch CUDA")}
 
@@ -92,13 +104,18 @@ def compared(facts: NodeFacts, lock: Environment) -> list[Loaded]:
     out.append(
         Loaded("cuDNN", have_cudnn, expect_cudnn, components(cudnn.version, 3) if cudnn else None)
     )
+    # cuBLAS is mapped on first use: compared only where it is, never "not loaded"
+    have_cublas = _first_version(rt, "cublas") or _first_version(rt, "cublaslt")
+    cublas = _library_pin(lock, CUBLAS, have_cublas) if have_cublas else None
+    want_cublas = components(cublas.version, 3) if cublas else None
+    out.append(Loaded("cuBLAS", have_cublas, cublas if facts.cuda else None, want_cublas))
     return out
 
 
 def _same(subject: str, have: str, want: str) -> bool:
     if subject == "torch":
         return have.split("+")[0] == want
-    if subject in ("NCCL", "cuDNN"):
+    if subject in ("NCCL", "cuDNN", "cuBLAS"):
         return components(have, 3) == want
     return have == want
 
@@ -156,11 +173,8 @@ def _outside(subject: str, prefix: str, actual: str, cause: str) -> Finding:
     return Finding(kind, severity(kind), subject, prefix, actual, cause=cause)
 
 
-def outside_prefix(facts: NodeFacts, prefix: str) -> list[Finding]:
-    """The interpreter, torch and each library that did not come from ``prefix``."""
-    rt, env = facts.runtime, dict(facts.env)
-    if rt is None or not prefix:
-        return []
+def _roots(rt: Runtime, prefix: str) -> tuple[str, ...]:
+    """The folders whose files count as the prefix's own."""
     roots: tuple[str, ...] = (prefix,)
     if inside(rt.sys_prefix, roots):
         roots += (rt.real_prefix,)
@@ -169,25 +183,98 @@ def outside_prefix(facts: NodeFacts, prefix: str) -> list[Finding]:
         # the prefix's torch is a link (conda softlinks, a linked checkout): the libraries
         # its RPATH names (site-packages/nvidia/...) sit beside where it really is
         roots += (real_site,)
+    return roots
+
+
+def _file(lib: Library) -> str:
+    version = f" {lib.version}" if lib.version else ""
+    return f"{os.path.basename(lib.path)}{version} at {os.path.dirname(lib.path)}"
+
+
+def _stem(path: str) -> str:
+    """A library's name without its version: ``libcudnn.so.9`` and ``libcudnn.so.8`` are one."""
+    name = os.path.basename(path)
+    return name[: name.find(".so") + 3] if ".so" in name else name
+
+
+def twice(rt: Runtime) -> list[list[Library]]:
+    """The libraries mapped from two files or more (two of one name), each group once."""
+    groups: dict[str, list[Library]] = {}
+    for lib in rt.libraries:
+        if lib.kind in LIBRARIES:
+            groups.setdefault(_stem(lib.path), []).append(lib)
+    return [libs for libs in groups.values() if len(libs) > 1]
+
+
+def _twice(groups: list[list[Library]]) -> list[Finding]:
+    kind = Kind.LOADED_TWICE
+    return [
+        Finding(kind, severity(kind), LIBRARIES[libs[0].kind][0], "one copy",
+                ", ".join(lib.path for lib in libs))
+        for libs in groups
+    ]  # fmt: skip
+
+
+def _version(lib: Library) -> tuple[str, ...]:
+    """What a library says of its version, else what its file name says (``.so.9.1.0``)."""
+    if lib.version:
+        return tuple(lib.version.split("."))
+    suffix = os.path.basename(lib.path).partition(".so.")[2]
+    return tuple(suffix.split(".")) if suffix else ()
+
+
+def _cudnn_mixed(rt: Runtime, reported: set[str]) -> list[Finding]:
+    """One ``loaded-twice`` naming cuDNN's parts from another folder or version than the
+    main libcudnn's (two installs); parts already named (from outside the prefix, or mapped
+    twice) are not counted again, nor is anything when the main libcudnn itself is."""
+    main, parts = rt.mapped("cudnn"), rt.mapped("cudnn-part")
+    if not parts or any(lib.path in reported for lib in main):
+        return []
+    first = (main or parts)[0]
+    where, version = os.path.dirname(first.linked_from or first.path), _version(first)
+
+    def odd(lib: Library) -> bool:
+        theirs, n = _version(lib), min(len(version), len(_version(lib)))
+        other = os.path.dirname(lib.linked_from or lib.path) != where
+        return lib.path not in reported and (other or theirs[:n] != version[:n])
+
+    mixed = [lib for lib in parts if odd(lib)]
+    if not mixed:
+        return []
+    kind = Kind.LOADED_TWICE
+    actual = "; ".join(_file(lib) for lib in (first, *mixed))
+    return [Finding(kind, severity(kind), "cuDNN", "one cuDNN install", actual, cause=PARTS)]
+
+
+def outside_prefix(facts: NodeFacts, prefix: str) -> list[Finding]:
+    """The interpreter, torch and each library that did not come from ``prefix``."""
+    rt, env = facts.runtime, dict(facts.env)
+    if rt is None or not prefix:
+        return []
+    roots = _roots(rt, prefix)
     out = []
     if rt.sys_prefix and not inside(rt.sys_prefix, roots):
         python = f"python {facts.python or '?'} of {rt.sys_prefix}"
         out.append(_outside("python", prefix, python, INTERPRETER))
+    beside: tuple[str, ...] = ()  # torch from elsewhere: its finding says where its libraries are
     if rt.torch_file and not inside(rt.torch_file, roots):
         torch = f"torch {facts.torch or '?'} at {os.path.dirname(rt.torch_file)}"
         out.append(_outside("torch", prefix, torch, _python_cause(rt, env)))
-    for kind, (subject, _) in LIBRARIES.items():
-        for lib in rt.mapped(kind):
-            own = lib.linked_from is not None and inside(lib.linked_from, roots)
-            if not own and not inside(lib.path, roots):  # a softlinked prefix's own file
-                version = f" {lib.version}" if lib.version else ""
-                actual = f"{os.path.basename(lib.path)}{version} at {os.path.dirname(lib.path)}"
-                out.append(_outside(subject, prefix, actual, _library_cause(lib.path, env)))
-        if len(rt.mapped(kind)) > 1:
-            paths = ", ".join(lib.path for lib in rt.mapped(kind))
-            kind = Kind.LOADED_TWICE
-            out.append(Finding(kind, severity(kind), subject, "one copy", paths))
-    return out
+        beside = tuple(os.path.dirname(f) for f in (rt.torch_file, rt.torch_real_file) if f)
+    reported: set[str] = set()
+    for lib in rt.libraries:
+        if lib.kind not in LIBRARIES:
+            continue
+        own = lib.linked_from is not None and inside(lib.linked_from, roots)
+        if own or inside(lib.path, roots):  # linked_from: a softlinked prefix's own file
+            continue
+        reported.add(lib.path)
+        if lib.kind not in TORCH_LIBRARIES or not inside(lib.path, beside):
+            subject = LIBRARIES[lib.kind][0]
+            out.append(_outside(subject, prefix, _file(lib), _library_cause(lib.path, env)))
+    groups = twice(rt)
+    reported.update(lib.path for libs in groups for lib in libs)
+    return out + _twice(groups) + _cudnn_mixed(rt, reported)
 
 
 def _with_reference(f: Finding, pkg: Package | None) -> Finding:
@@ -213,6 +300,6 @@ def check(report: HostReport, lock: Environment | None) -> list[Finding]:
 def plugins(facts: NodeFacts) -> str:
     """The NCCL network plugins a node would load, as one comparable value."""
     rt = facts.runtime
-    found = sorted({os.path.basename(p) for p in (rt.net_plugins if rt else ())})
+    found = sorted({os.path.basename(p.path) for p in (rt.net_plugins if rt else ())})
     named = dict(facts.env).get("NCCL_NET_PLUGIN")
     return ", ".join(found + ([f"NCCL_NET_PLUGIN={named}"] if named else [])) or "none"

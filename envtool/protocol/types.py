@@ -22,12 +22,20 @@ class Device:
 
 @dataclass(frozen=True)
 class Library:
-    """A NCCL, CUDA runtime or cuDNN library mapped into the probe's process."""
+    """A library a locked package ships (or one shadowing it), mapped into the probe's process."""
 
-    kind: str  # nccl | nccl-net | cudart | cudnn
+    kind: str  # nccl, nccl-net, cudart, cudnn, cudnn-part, cublas, cublaslt, libtorch, libc10
     path: str
     version: str | None = None  # what the library itself reports
     linked_from: str | None = None  # the prefix's own link to it (a softlinked install)
+
+
+@dataclass(frozen=True)
+class NetPlugin:
+    """A NCCL network plugin (``libnccl-net*.so``) where NCCL's ``dlopen`` would find it."""
+
+    path: str
+    found: str = ""  # LD_LIBRARY_PATH | RUNPATH | PREFIX/lib | ld.so.cache | system
 
 
 @dataclass(frozen=True)
@@ -45,7 +53,7 @@ class Runtime:
     torch_entry: str | None = None  # the sys.path entry torch was found under
     torch_git: str | None = None
     libraries: tuple[Library, ...] = ()
-    net_plugins: tuple[str, ...] = ()  # libnccl-net*.so on LD_LIBRARY_PATH
+    net_plugins: tuple[NetPlugin, ...] = ()  # in NCCL's search order
 
     def mapped(self, kind: str) -> tuple[Library, ...]:
         """The libraries of one kind, in the order they were mapped."""

@@ -187,7 +187,7 @@ def _fact_rows(facts: NodeFacts) -> list[list[str]]:
         pairs[2:2] = [("executable", rt.executable), ("sys.prefix", rt.sys_prefix),
                       ("torch from", rt.torch_file)]  # fmt: skip
         pairs += [(f"lib {lib.kind}", f"{lib.path} ({lib.version or '?'})") for lib in rt.libraries]
-        pairs += [("net plugin", p) for p in rt.net_plugins]
+        pairs += [("net plugin", f"{p.path} ({p.found or '?'})") for p in rt.net_plugins]
     rows = [[k, "-" if v is None else visible(str(v))] for k, v in pairs]
     return rows + [["note", visible(n)] for n in facts.notes]
 
