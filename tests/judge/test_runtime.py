@@ -16,7 +16,7 @@ from envtool.judge import gpu, packages, runtime, verdict
 from envtool.judge.findings import Kind
 from envtool.models import Environment, Package
 from envtool.protocol.documents import read_facts
-from envtool.protocol.types import HostReport, Library, NodeFacts, Runtime
+from envtool.protocol.types import HostReport, Library, NetPlugin, NodeFacts, Runtime
 from envtool.report.labels import words
 from envtool_node.runtime import cudnn_version, mapped, nccl_version
 
@@ -192,10 +192,20 @@ def test_the_mapped_libraries_of_a_real_h100_process(shared_data: Path) -> None:
     assert found["cudart"] == f"{base}/cu13/lib/libcudart.so.13"
     assert found["cudnn"] == f"{base}/cudnn/lib/libcudnn.so.9"
     assert [k for k, _ in mapped(text)].count("nccl") == 1  # each file once
+    kinds_seen = [k for k, _ in mapped(text)]
+    assert kinds_seen.count("libtorch") == 6 and kinds_seen.count("libc10") == 2
+    assert found["cublas"] == f"{base}/cu13/lib/libcublas.so.13"
+    assert found["cublaslt"] == f"{base}/cu13/lib/libcublasLt.so.13"
+    # that venv's own process, judged against its own prefix: nothing from outside, no twice
+    venv, site = "/opt/torch/.venv", "/opt/torch/.venv/lib/python3.12/site-packages"
+    libs = tuple(Library(kind, path) for kind, path in mapped(text))
+    own = Runtime(sys_prefix=venv, real_prefix=venv, torch_file=f"{site}/torch/__init__.py",
+                  torch_real_file=f"{site}/torch/__init__.py", libraries=libs)  # fmt: skip
+    assert runtime.outside_prefix(facts(runtime=own), venv) == []
 
 
 def test_a_net_plugin_on_some_nodes_only_is_named() -> None:
-    plugin = ("/opt/aws-ofi-nccl/lib/libnccl-net.so",)
+    plugin = (NetPlugin("/opt/aws-ofi-nccl/lib/libnccl-net.so", "ld.so.cache"),)
     rs = [host(f"n{i}", net_plugins=plugin if i < 4 else ()) for i in range(1, 5)]
     found = verdict.decide(rs, LOCK, verdict.Policy(gpu.GpuPolicy(min_gpus=8)))
     (f,) = [f for f in found if f.subject == "NCCL net plugin"]
@@ -227,3 +237,148 @@ def test_a_runtime_value_that_was_not_loaded_reads_not_loaded() -> None:
     found = runtime.against_lock(NodeFacts(python="3.9.18", torch=None), lock)
     torch = [f for f in found if f.subject == "torch"]
     assert torch and words(torch[0]).actual == "not loaded"
+
+
+# issue 24 item 2: every library a locked package ships, or one shadowing it
+TORCH_LIB = f"{SP}/torch/lib"
+OWN = (
+    Library("libtorch", f"{TORCH_LIB}/libtorch_cpu.so"),
+    Library("libc10", f"{TORCH_LIB}/libc10.so"),
+    Library("nccl", f"{PREFIX}/lib/libnccl.so.2", "2.19.3"),
+    Library("cudnn", f"{PREFIX}/lib/libcudnn.so.8", "8.9.7"),
+    Library("cudnn-part", f"{PREFIX}/lib/libcudnn_ops_infer.so.8", "8.9.7"),
+    Library("cudnn-part", f"{PREFIX}/lib/libcudnn_cnn_infer.so.8.9.7"),
+    Library("cublas", f"{PREFIX}/lib/libcublas.so.11", "11.11.3"),
+    Library("cublaslt", f"{PREFIX}/lib/libcublasLt.so.11", "11.11.3"),
+)
+CUBLAS_LOCK = replace(LOCK, packages=(*LOCK.packages, Package("libcublas", "11.11.3.6", "0")))
+
+
+def test_the_prefix_own_libraries_of_every_kind_give_no_finding() -> None:
+    """libtorch, libc10, NCCL, cuDNN and its parts (one folder, one version: a part's file
+    name ``.so.8.9.7`` says as much as its own report), cuBLAS and cuBLASLt (one name
+    each, not "twice")."""
+    assert runtime.check(host(libraries=OWN), CUBLAS_LOCK) == []
+
+
+def _with(*libs: Library, skip: str = "") -> tuple[Library, ...]:
+    return tuple(lib for lib in OWN if skip not in lib.path or not skip) + libs
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "subject"),
+    [
+        ("libtorch_cpu.so", "libtorch", "libtorch"),
+        ("libc10.so", "libc10", "libc10"),
+        ("libcublas.so.11", "cublas", "cuBLAS"),
+        ("libcudnn_ops_infer.so.8", "cudnn-part", "cuDNN"),
+    ],
+)
+def test_each_library_from_ld_library_path_is_named_with_its_cause(
+    name: str, kind: str, subject: str
+) -> None:
+    """A libtorch C++ distribution, another toolkit's cuBLAS, another cuDNN's part: the file
+    torch would have loaded from the prefix is shadowed (LD_LIBRARY_PATH beats RUNPATH)."""
+    other = Library(kind, f"/opt/other/lib/{name}", "11.8.0" if kind == "cublas" else None)
+    env = (("LD_LIBRARY_PATH", "/opt/other/lib"),)
+    report = host(env=env, libraries=_with(other, skip=f"/{name}"))
+    found = runtime.check(report, CUBLAS_LOCK)
+    assert [(f.kind, f.subject, f.cause) for f in found] == [
+        (Kind.LOADED_OUTSIDE, subject, runtime.LD_LIBRARY_PATH)
+    ]  # one cause, one finding: not also runtime-differs or "parts from two installs"
+    assert f"{name}" in found[0].actual and "/opt/other/lib" in found[0].actual
+    assert found[0].reference is not None  # the locked package it shadows
+
+
+def test_torch_from_elsewhere_explains_the_libtorch_beside_it() -> None:
+    """torch on PYTHONPATH maps its own libtorch/libc10: one finding (torch); a libc10 from
+    LD_LIBRARY_PATH besides is another cause, its own finding."""
+    other = "/home/me/libtorch-src"
+    beside = (
+        Library("libtorch", f"{other}/torch/lib/libtorch_cpu.so"),
+        Library("libc10", f"{other}/torch/lib/libc10.so"),
+    )
+    torch = f"{other}/torch/__init__.py"
+    report = host("n1", (("PYTHONPATH", other),), libraries=beside, torch_file=torch,
+                  torch_entry=other)  # fmt: skip
+    assert kinds(report) == [(Kind.LOADED_OUTSIDE, "torch", runtime.PYTHONPATH)]
+    shadow = (beside[0], Library("libc10", "/opt/libtorch/lib/libc10.so"))
+    env = (("PYTHONPATH", other), ("LD_LIBRARY_PATH", "/opt/libtorch/lib"))
+    assert kinds(host("n1", env, libraries=shadow, torch_file=torch, torch_entry=other)) == [
+        (Kind.LOADED_OUTSIDE, "torch", runtime.PYTHONPATH),
+        (Kind.LOADED_OUTSIDE, "libc10", runtime.LD_LIBRARY_PATH),
+    ]
+
+
+def test_cudnn_parts_from_another_install_are_one_finding() -> None:
+    """The main libcudnn from the prefix, a part from the pip wheel's folder (inside: torch's
+    site-packages) or of another version in the same folder: named once, with both files."""
+    wheel = Library("cudnn-part", f"{SP}/nvidia/cudnn/lib/libcudnn_ops_infer.so.8", "8.9.2")
+    (f,) = runtime.check(host(libraries=_with(wheel, skip="/libcudnn_ops")), LOCK)
+    assert (f.kind, f.subject, f.cause) == (Kind.LOADED_TWICE, "cuDNN", runtime.PARTS)
+    assert "libcudnn.so.8 8.9.7 at /envs/ddp/lib" in f.actual and "nvidia/cudnn/lib" in f.actual
+    older = Library("cudnn-part", f"{PREFIX}/lib/libcudnn_adv_infer.so.8.6.0")
+    (f,) = runtime.check(host(libraries=_with(older)), LOCK)
+    assert f.cause == runtime.PARTS and "libcudnn_adv_infer.so.8.6.0" in f.actual
+    assert "libcudnn_ops_infer" not in f.actual  # the parts that agree are not named
+    both = kinds(host(libraries=_with(wheel)))  # the same part twice: that finding says it
+    assert both == [(Kind.LOADED_TWICE, "cuDNN", "")]
+
+
+def test_a_cudnn_from_outside_is_not_also_parts_from_two_installs() -> None:
+    """The main libcudnn from LD_LIBRARY_PATH with the prefix's parts: its finding says it."""
+    main = Library("cudnn", "/sw/cudnn-9/lib/libcudnn.so.8", "8.9.7")
+    env = (("LD_LIBRARY_PATH", "/sw/cudnn-9/lib"),)
+    found = kinds(host(env=env, libraries=(*_with(skip="/libcudnn.so"), main)))
+    assert found == [(Kind.LOADED_OUTSIDE, "cuDNN", runtime.LD_LIBRARY_PATH)]
+
+
+def test_softlinked_parts_from_several_cache_folders_are_the_prefix_own() -> None:
+    """conda's always_softlink with cuDNN split in packages: maps shows each package's cache
+    folder; the prefix's links (linked_from) are in one folder, inside: no finding."""
+    cache = "/opt/conda/pkgs"
+    libs = (
+        Library("cudnn", f"{cache}/libcudnn-8.9.7/lib/libcudnn.so.8.9.7", "8.9.7",
+                f"{PREFIX}/lib/libcudnn.so.8.9.7"),
+        Library("cudnn-part", f"{cache}/libcudnn-ops-8.9.7/lib/libcudnn_ops_infer.so.8.9.7",
+                None, f"{PREFIX}/lib/libcudnn_ops_infer.so.8.9.7"),
+        Library("libc10", f"{cache}/pytorch-2.1.2/lib/libc10.so", None, f"{TORCH_LIB}/libc10.so"),
+        Library("cublas", f"{cache}/libcublas-11/lib/libcublas.so.11", "11.11.3",
+                f"{PREFIX}/lib/libcublas.so.11"),
+    )  # fmt: skip
+    assert kinds(host(libraries=libs)) == []
+    unlinked = (*libs[:1], replace(libs[1], linked_from=None))  # the same file, not linked
+    assert kinds(host(libraries=unlinked)) == [(Kind.LOADED_OUTSIDE, "cuDNN", runtime.LOADER)]
+
+
+def test_any_of_the_libraries_mapped_twice_is_named() -> None:
+    """Two libc10 (a preloaded one beside torch's), two cuDNN majors: one finding each;
+    libcublas and libcublasLt are two libraries, not one twice."""
+    preloaded = Library("libc10", "/opt/libtorch/lib/libc10.so")
+    cudnn9 = Library("cudnn", f"{PREFIX}/lib/libcudnn.so.9", "9.1.0")
+    env = (("LD_PRELOAD", preloaded.path),)
+    found = kinds(host(env=env, libraries=(*OWN, preloaded, cudnn9)))
+    assert (Kind.LOADED_OUTSIDE, "libc10", runtime.LD_PRELOAD) in found
+    assert (Kind.LOADED_TWICE, "libc10", "") in found
+    assert (Kind.LOADED_TWICE, "cuDNN", "") in found
+    assert [k for k, s, _ in found if s == "cuBLAS"] == []
+
+
+def test_a_cublas_that_is_not_the_locked_one_differs() -> None:
+    """cuBLAS from inside the prefix but of another version than the locked ``libcublas``;
+    not mapped (it loads on first use) says nothing."""
+    libs = _with(Library("cublas", f"{PREFIX}/lib/libcublas.so.11", "11.8.0"), skip="libcublas")
+    found = runtime.check(host(libraries=libs), CUBLAS_LOCK)
+    assert [(f.kind, f.subject, f.expected, f.actual) for f in found] == [
+        (Kind.RUNTIME_DIFFERS, "cuBLAS", "11.11.3", "11.8.0")
+    ]
+    assert runtime.check(host(libraries=_with(skip="libcublas")), CUBLAS_LOCK) == []
+
+
+def test_the_plugin_value_compared_across_nodes_is_where_independent() -> None:
+    """Each entry says where it was found; the value compared is the plugin names only (the
+    same plugin in /opt on one node and in the ld.so cache on another is the same)."""
+    a = host("a", net_plugins=(NetPlugin("/opt/ofi/lib/libnccl-net.so", "LD_LIBRARY_PATH"),))
+    b = host("b", net_plugins=(NetPlugin("/usr/lib64/libnccl-net.so", "ld.so.cache"),))
+    assert a.facts is not None and b.facts is not None
+    assert runtime.plugins(a.facts) == runtime.plugins(b.facts) == "libnccl-net.so"

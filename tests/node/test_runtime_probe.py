@@ -21,7 +21,7 @@ from envtool.judge import packages, runtime
 from envtool.judge.findings import Kind
 from envtool.lock import lockfile
 from envtool.models import Environment, Package
-from envtool.protocol.types import HostReport, NodeFacts
+from envtool.protocol.types import HostReport, NetPlugin, NodeFacts
 from envtool.report.labels import words
 
 FAKE_NCCL = "int ncclGetVersion(int *version) { *version = 21903; return 0; }\n"
@@ -127,7 +127,9 @@ def test_net_plugins_on_the_library_path_are_listed(
     monkeypatch.setenv("NCCL_NET_PLUGIN", "aws-ofi")
     _, facts = local.facts(runtime_prefix)
     assert facts.runtime is not None
-    assert facts.runtime.net_plugins == (str(plugins / "libnccl-net.so"),)
+    assert facts.runtime.net_plugins[0] == NetPlugin(
+        str(plugins / "libnccl-net.so"), "LD_LIBRARY_PATH"
+    )  # first: NCCL's dlopen searches LD_LIBRARY_PATH before anything else
     assert runtime.plugins(facts) == "libnccl-net.so, NCCL_NET_PLUGIN=aws-ofi"
 
 
