@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -14,6 +15,12 @@ from envtool.report.text import visible
 
 MARKS = {PASS: "✓", FAIL: "✗", WARN: "!", SKIP: "-"}
 COLOURS = {PASS: "green", FAIL: "red", WARN: "yellow", SKIP: "bright_black"}
+
+
+def colour() -> bool | None:
+    """False where the user asked for no colour (``NO_COLOR`` set and not empty, as
+    no-color.org says); else None: click colours a terminal only."""
+    return False if os.environ.get("NO_COLOR") else None
 
 
 def _mark(status: str) -> str:
@@ -38,7 +45,7 @@ class DoctorReport:
         if self.fmt != "text":
             return
         mark = click.style(_mark(step.status), fg=COLOURS[step.status], bold=True)
-        click.echo(f"{mark} {step.name:<12} {visible(step.summary)}")
+        click.echo(f"{mark} {step.name:<12} {visible(step.summary)}", color=colour())
         if step.fix and step.status in (FAIL, WARN):
             click.echo(f"  {'':<12} fix: {visible(step.fix)}")
 

@@ -82,3 +82,38 @@ def test_a_lock_run_keeps_the_platforms_another_one_wrote_meanwhile(project: Pro
     final = lockfile.read(project.lock)
     assert set(final.metadata.platforms) == {"linux-64", "osx-64"}
     assert {p.platform for p in final.packages} == {"linux-64", "osx-64"}
+
+
+def test_a_lock_run_leaves_no_lock_file_beside_the_lockfile(project: Project) -> None:
+    """``make lock`` used to leave ``.conda-lock.yml.envtool-write.lock`` in the checkout."""
+    assert project.run("lock")[0] == 0
+    assert project.lock.exists()
+    assert [p.name for p in project.root.glob(".*envtool-*.lock")] == []
+
+
+def test_removing_the_lock_file_never_lets_two_holders_in(tmp_path: Path) -> None:
+    """Each holder removes the file it locked; a waiter that locked a removed file locks the
+    new one instead. Sixteen threads (each its own open file, so flock tells them apart)
+    enter one at a time, and the file is gone at the end."""
+    import threading
+
+    guarded = tmp_path / "conda-lock.yml"
+    inside: list[int] = []
+    overlaps: list[int] = []
+
+    def work(n: int) -> None:
+        for _ in range(20):
+            with filelock.held(guarded, "write", wait=True):
+                inside.append(n)
+                if len(inside) > 1:
+                    overlaps.append(n)
+                time.sleep(0.0005)
+                inside.remove(n)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == []
+    assert not filelock.lock_path(guarded, "write").exists()
