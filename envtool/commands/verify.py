@@ -77,6 +77,32 @@ def _lock(args: VerifyArgs) -> Environment | None:
     return environments.from_lock(data, str(args.lock_path), args.platform)
 
 
+# set by envtool for each node (survey.node_args, transports.with_role): not the user's
+RESERVED = ("--nnodes", "--rdzv-endpoint", "--rdzv-id", "--rdzv-role", "--rdzv-host-node",
+            "--timeout", "--worker", "--out", "--deadline", "--started", "--facts")  # fmt: skip
+
+
+def allreduce_args(text: str) -> list[str]:
+    """``--allreduce-args`` split and checked here, before any node is contacted, by the very
+    parser the nodes run (envtool_node.allreduce): bad flags are the user's, exit 2."""
+    from envtool_node import allreduce
+
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise InputError(f"--allreduce-args {text!r}: {exc}") from None
+    for arg in argv:
+        if arg.split("=", 1)[0] in RESERVED:
+            raise InputError(f"--allreduce-args: {arg.split('=', 1)[0]} is set by envtool")
+    try:
+        allreduce.parse(argv)
+    except ValueError as exc:
+        raise InputError(
+            f"--allreduce-args {text!r}: {str(exc).removeprefix('allreduce arguments: ')}"
+        ) from None
+    return argv
+
+
 def _rdzv_port(endpoint: str) -> int:
     """The port each pair's rendezvous uses (on the pair's first node): --rdzv-endpoint's."""
     port = endpoint.rpartition(":")[2] if endpoint else ""
@@ -96,7 +122,7 @@ def _pairs(
 
     answered = [h for h, r in zip(host_list, reports, strict=True) if r.ok]
     how = pairs.How(
-        fan, tuple(shlex.split(args.allreduce_args)), _rdzv_port(args.rdzv_endpoint),
+        fan, tuple(allreduce_args(args.allreduce_args)), _rdzv_port(args.rdzv_endpoint),
         args.rdzv_endpoint.rpartition(":")[0],
     )  # fmt: skip
     if args.allreduce == "bisect":  # one matching, then each suspect beside a good node
@@ -118,13 +144,14 @@ def run(args: VerifyArgs) -> int:
             f"--allreduce {args.allreduce!r}: use {', '.join(verdict.ALLREDUCE_MODES)}"
         )
     host_list = hosts.resolve(args.hosts_spec)
+    mine = allreduce_args(args.allreduce_args) if args.allreduce != "off" else []
     if args.allreduce in verdict.PAIRWISE:
         _rdzv_port(args.rdzv_endpoint)  # bad input stops here, before any process starts
     check_ssh_options(args.fanout)
     lock = _lock(args)
     baseline = baseline_busbw(args.baseline) if args.baseline is not None else None
     node_args = survey.node_args(
-        host_list, args.allreduce, shlex.split(args.allreduce_args), args.fanout.timeout,
+        host_list, args.allreduce, mine, args.fanout.timeout,
         args.rdzv_endpoint,
     )  # fmt: skip
     # with a lock, the environment is searched by its name and nothing else stands in for it
