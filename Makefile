@@ -3,17 +3,27 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.envtool-installed
+TEST_STAMP := $(VENV)/.envtool-test-installed
 TORCH_VERSION ?= 2.13.0
 
 .PHONY: verify test lint bench lock clean demo doctor sshd
 
+# envtool alone (what `make verify` and `make doctor` need): its own dependencies, no torch —
+# the probes run under each node's own environment, never envtool's.
 $(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,lint,plot]'
-	@# torch (CPU) for the all-reduce and probe tests; on this project's machines the 2.13.0
-	@# wheel lies on disk (about 40 s), elsewhere pip downloads it.
+	@test -x $(BIN)/python || { echo "make: creating $(VENV) (python -m venv)"; $(PYTHON) -m venv $(VENV); }
+	@echo "make: installing envtool and its dependencies into $(VENV) (pip)"
+	$(BIN)/python -m pip install --progress-bar on --disable-pip-version-check -e .
+	@touch $@
+
+# The tests add pytest, conda-lock, the linters, matplotlib and torch (CPU) for the all-reduce
+# and probe tests; on this project's machines the 2.13.0 wheel lies on disk (about 40 s),
+# elsewhere pip downloads it (about 200 MB).
+$(TEST_STAMP): $(STAMP)
+	@echo "make: installing the test extras and torch $(TORCH_VERSION) (CPU) into $(VENV) (pip)"
+	$(BIN)/python -m pip install --progress-bar on --disable-pip-version-check -e '.[test,lint,plot]'
 	$(BIN)/python -c 'import torch' 2>/dev/null || \
-	  $(BIN)/python -m pip install --quiet --disable-pip-version-check torch==$(TORCH_VERSION)
+	  $(BIN)/python -m pip install --progress-bar on --disable-pip-version-check torch==$(TORCH_VERSION)
 	@touch $@
 
 # The main job: the lock is fresh, then every host in hosts.txt (here: this machine,
@@ -29,15 +39,15 @@ verify: $(STAMP)
 doctor: $(STAMP)
 	$(BIN)/envtool doctor $(DOCTOR_ARGS)
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check envtool envtool_node tests bench examples
 	$(BIN)/ruff format --check envtool envtool_node tests bench examples
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python bench/bench_lock.py
 
 # Re-make the shipped lock against the conda-forge snapshot in ../shared (see README).
@@ -48,7 +58,7 @@ clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
 
 # A one-minute demonstration: three sshd nodes on loopback, one drifted, envtool verify.
-demo: $(STAMP)
+demo: $(TEST_STAMP)
 	@test -x /usr/sbin/sshd || $(MAKE) -s sshd
 	$(BIN)/python examples/demo.py
 

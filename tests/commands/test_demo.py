@@ -15,7 +15,7 @@ from fixtures import sshnodes
 def _demo_argv() -> list[str]:
     """``make demo`` where this interpreter is the Makefile's venv (CI), else the script."""
     venv = Path(sys.executable).parent.parent
-    if shutil.which("make") and (venv / ".envtool-installed").is_file():
+    if shutil.which("make") and (venv / ".envtool-test-installed").is_file():
         return ["make", "-s", "demo", f"VENV={venv}"]
     return [sys.executable, str(REPO / "examples" / "demo.py")]
 
