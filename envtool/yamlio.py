@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -110,12 +111,20 @@ def loads(text: str, path: object) -> Any:
         loader.dispose()
 
 
+STDIN = "-"
+
+
 def read_text(path: Path, what: str, limit: int = MAX_TEXT) -> str:
     """Read a UTF-8 text file of at most ``limit`` bytes (counted while reading, so a device
-    or a pipe cannot feed it forever); anything else is an InputError naming the file."""
+    or a pipe cannot feed it forever); anything else is an InputError naming the file.
+    ``-`` is standard input, wherever a file is read (``./-`` is a file of that name)."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read(limit + 1)
+        if str(path) == STDIN:
+            data = sys.stdin.buffer.read(limit + 1)
+            path = Path("<stdin>")
+        else:
+            with path.open("rb") as fh:
+                data = fh.read(limit + 1)
         if len(data) > limit:
             raise InputError(f"{path}: {what} is larger than {limit} bytes")
         return data.decode("utf-8")
