@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import click
 
@@ -32,12 +32,39 @@ def cli() -> None:
     """Pin, build, probe and verify PyTorch DDP environments across GPU nodes."""
 
 
+def _verbosity(level: int) -> Callable[[click.Context, click.Parameter, bool], None]:
+    def given(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+        if value:
+            from envtool.report.console import set_verbosity
+
+            set_verbosity(level)
+
+    return given
+
+
+def verbosity_options() -> list[click.Parameter]:
+    """``-q/--quiet`` and ``-v/--verbose``, taken before or after any command's name."""
+    from envtool.report.console import QUIET, VERBOSE
+
+    return [
+        click.Option(["-q", "--quiet"], is_flag=True, expose_value=False,
+                     callback=_verbosity(QUIET),
+                     help="Errors and the report only: no progress, no notices."),
+        click.Option(["-v", "--verbose"], is_flag=True, expose_value=False,
+                     callback=_verbosity(VERBOSE),
+                     help="Also each command envtool starts and each host's answer (stderr)."),
+    ]  # fmt: skip
+
+
 def _register() -> None:
-    """Add every command to the group (their modules only declare; commands/ runs them)."""
+    """Add every command to the group (their modules only declare; commands/ runs them),
+    each with the verbosity options."""
     from envtool.cli import check, machine, pin
 
     if not cli.commands:
+        cli.params.extend(verbosity_options())
         for command in (*pin.COMMANDS, *machine.COMMANDS, *check.COMMANDS):
+            command.params.extend(verbosity_options())
             cli.add_command(command)
 
 
@@ -62,6 +89,9 @@ def _raise_terminated(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code; the only place exceptions become exit codes."""
     _register()
+    from envtool.report.console import NORMAL, set_verbosity
+
+    set_verbosity(NORMAL)  # -q / -v, when given, set it again while the options are read
     try:
         rv = cli.main(
             args=list(argv) if argv is not None else None,

@@ -102,10 +102,11 @@ def install(
     """Install a lockfile's packages (hashes checked) into a prefix."""
     from envtool.commands import install as command
     from envtool.lock.install import InstallOptions
+    from envtool.report.console import live
 
     options = InstallOptions(
         lockfile, prefix, platform, allow_stale, cache_dir, opt.mirrors(channel_mirror),
-        allow_insecure_url,
+        allow_insecure_url, progress=live(),
     )  # fmt: skip
     return command.run(options)
 

@@ -8,6 +8,7 @@ raw ``Answer`` (exit code and streams); protocol/answers.py says what it means.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -18,6 +19,14 @@ from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import argv_for
 from envtool.errors import InputError
 from envtool.protocol.types import Answer, Outcome
+
+_log = logging.getLogger("envtool")  # -v: each host's answer as it comes
+
+
+def _outcome(answer: Answer) -> str:
+    if answer.outcome is not None:
+        return answer.outcome.value
+    return f"exit {answer.returncode}"
 
 
 def _one(host: Host, options: FanoutOptions, bundle: bytes) -> Answer:
@@ -94,6 +103,7 @@ def run_all(
         for future in as_completed(futures):
             answer = future.result()
             answers[futures[future]] = answer
+            _log.debug("%s: %s in %.1f s", answer.host, _outcome(answer), answer.seconds)
             if on_done is not None:
                 on_done(answer)
     except BaseException:  # Ctrl-C: stop queued hosts, kill the running transports

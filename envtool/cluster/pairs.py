@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from envtool.cluster import survey
@@ -92,6 +92,7 @@ class How:
     args: tuple[str, ...]
     port: int
     rdzv_host: str = ""
+    on_round: Callable[[str], None] = lambda what: None  # told as each round starts
 
     def endpoint(self, first: Host, slot: int) -> str:
         """Where the ``slot``-th pair of a round meets: its first node, or ``rdzv_host`` when
@@ -121,6 +122,8 @@ def _one(pair: tuple[Host, Host], number: int, slot: int, how: How) -> PairRun:
 
 def _round(pairs: list[tuple[Host, Host]], number: int, how: How) -> list[PairRun]:
     """The pairs of one round, at once."""
+    names = ", ".join(f"{a.name} <-> {b.name}" for a, b in pairs)
+    how.on_round(f"pairs: round {number}: {names}")
     results: list[PairRun | None] = [None] * len(pairs)
 
     def run(slot: int) -> None:

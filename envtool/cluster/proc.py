@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import selectors
 import signal
@@ -61,6 +62,20 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+_log = logging.getLogger("envtool")  # -v: each command envtool starts
+
+
+def _shown(args: tuple[str, ...]) -> str:
+    """A command line for -v: one line, at most 240 characters, URL credentials hidden."""
+    import re
+    import shlex
+
+    short = [a if len(a) <= 100 else f"<{len(a)} characters>" for a in args]  # the node script
+    text = " ".join(shlex.join(short).split())
+    text = re.sub(r"//[^/@\s]+@", "//***@", re.sub(r"/t/[^/\s]+/", "/t/***/", text))
+    return text if len(text) <= 240 else text[:237] + "..."
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -78,6 +93,7 @@ def run(
     the signal that asks it to stop (srun passes SIGUSR2 on to its tasks as it is, but turns
     SIGTERM into their SIGKILL), and how long it gets before SIGKILL."""
     args = tuple(str(a) for a in argv)
+    _log.debug("running %s", _shown(args))
     full_env = {**os.environ, **env} if env is not None else None
     with _signals_deferred() as deferred:  # a Ctrl-C inside Popen would orphan the child
         try:

@@ -123,7 +123,7 @@ def _pairs(
     answered = [h for h, r in zip(host_list, reports, strict=True) if r.ok]
     how = pairs.How(
         fan, tuple(allreduce_args(args.allreduce_args)), _rdzv_port(args.rdzv_endpoint),
-        args.rdzv_endpoint.rpartition(":")[0],
+        args.rdzv_endpoint.rpartition(":")[0], console.step,
     )  # fmt: skip
     if args.allreduce == "bisect":  # one matching, then each suspect beside a good node
         run = pairs.measure(answered, how, pairs.rounds(len(answered))[:1])

@@ -43,8 +43,10 @@ def run(
     options: DoctorOptions,
     on_step: Callable[[Step], None],
     offer_install: Callable[[Path], bool],
+    on_start: Callable[[str], None] = lambda what: None,
 ) -> list[Step]:
-    """Every step in order; ``offer_install(prefix)`` says whether to install a missing env."""
+    """Every step in order; ``offer_install(prefix)`` says whether to install a missing env;
+    ``on_start`` hears of each step that takes seconds before it starts."""
     done: list[Step] = []
 
     def emit(step: Step) -> None:
@@ -76,6 +78,7 @@ def run(
     if prefix is None:
         emit(_skipped("torch", "no environment to import it from"))
     else:
+        on_start(f"torch: importing it with {prefix}/bin/python")
         torch_step, facts = machine.torch(prefix, lock, options.platform)
         emit(torch_step)
     if facts is None or facts.torch is None:
@@ -87,6 +90,7 @@ def run(
             emit(_skipped("ddp", "--no-ddp"))
         else:
             assert prefix is not None
+            on_start(f"ddp: a DDP step across processes (up to {options.timeout:.0f} s)")
             emit(machine.ddp(prefix, options.nproc, options.timeout))
     emit(machine.ports(options.master_port, options.rdzv_port))
     return done

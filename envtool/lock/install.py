@@ -36,6 +36,7 @@ class InstallOptions:
     cache_dir: Path | None = None
     mirrors: tuple[tuple[str, str], ...] = ()  # NAME=URL: file:// packages inside URL allowed
     allow_insecure_url: bool = False  # http://, and file:// outside every mirror
+    progress: bool = False  # download/link bars on stderr (a terminal, not -q, not CI)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def _install_conda(packages: list[LockedPackage], options: InstallOptions, cache
                 cache_dir=cache / "pkgs",
                 installed_packages=_installed(options.prefix),
                 platform=Subdir(options.platform),
-                show_progress=False,
+                show_progress=options.progress,  # rattler's bars on stderr
             )
         )
     except InstallerError as exc:

@@ -18,6 +18,41 @@ import click
 
 from envtool.report.text import visible
 
+LOGGER = "envtool"  # -v: what envtool starts and each host's answer; -q: errors only
+QUIET, NORMAL, VERBOSE = -1, 0, 1
+
+
+def set_verbosity(level: int) -> None:
+    """``-q``/``-v`` of any command: the ``envtool`` logger's level, and its one handler
+    (stderr, ``envtool: ...`` lines; stdout stays the report)."""
+    import logging
+
+    logger = logging.getLogger(LOGGER)
+    logger.setLevel({QUIET: logging.WARNING, NORMAL: logging.INFO}.get(level, logging.DEBUG))
+    logger.propagate = False
+    if not logger.handlers:
+        handler = logging.StreamHandler()  # sys.stderr as it is when a line is written
+        handler.setFormatter(logging.Formatter("envtool: %(message)s"))
+        logger.addHandler(handler)
+
+
+def quiet() -> bool:
+    """``-q`` was given (or no command set a level: a library caller)."""
+    import logging
+
+    return logging.getLogger(LOGGER).getEffectiveLevel() > logging.INFO
+
+
+def live() -> bool:
+    """Progress may be drawn: stderr is a terminal, not CI, not ``-q``."""
+    return sys.stderr.isatty() and not os.environ.get("CI") and not quiet()
+
+
+def step(message: str) -> None:
+    """A long step starts (a round of pairs, doctor's DDP run): one line on stderr, not -q."""
+    if not quiet():
+        click.echo(f"envtool: {visible(message)}", err=True)
+
 
 def error(message: str) -> None:
     """One line on stderr: ``envtool: error: ...`` (whatever the message holds, one line)."""
@@ -25,8 +60,9 @@ def error(message: str) -> None:
 
 
 def notice(message: str) -> None:
-    """One line for the user on stderr (stdout stays the report)."""
-    click.echo(visible(message), err=True)
+    """One line for the user on stderr (stdout stays the report); none under ``-q``."""
+    if not quiet():
+        click.echo(visible(message), err=True)
 
 
 def wrote(path: Path) -> None:
@@ -97,7 +133,7 @@ class Progress(_Live):
     when the report is JSON/JUnit (``quiet``)."""
 
     def __init__(self, total: int, quiet: bool = False) -> None:
-        if sys.stderr.isatty() and not quiet and not os.environ.get("CI"):
+        if live() and not quiet:
             from rich.progress import Progress as RichProgress
 
             self._live = RichProgress(transient=True)
@@ -113,7 +149,8 @@ class BuildLog(_Live):
     """The build log, streamed: the last line under a spinner on a terminal, else every line."""
 
     def __init__(self) -> None:
-        if sys.stderr.isatty():
+        self.quiet = quiet()
+        if live():
             from rich.console import Console
 
             self._live = Console(stderr=True).status("docker build")
@@ -124,5 +161,5 @@ class BuildLog(_Live):
             from rich.text import Text
 
             self._live.update(Text(visible(f"docker build: {text[:100]}")))
-        else:
+        elif not self.quiet:
             click.echo(visible(text), err=True)

@@ -142,6 +142,9 @@ def test_good_prefix_all_pass(lab: Lab) -> None:
     # the torch step names what was imported, from where, and that it is the locked runtime
     assert f"from {lab.good}/lib/python{SHORT}/site-packages/torch" in lines["torch"]
     assert "as locked: python, torch, torch CUDA" in lines["torch"]
+    # the steps that take seconds are announced on stderr before they start
+    assert f"envtool: doctor: torch: importing it with {lab.good}/bin/python" in err
+    assert "envtool: doctor: ddp: a DDP step across processes (up to " in err
 
 
 def test_cuda_required_on_a_cpu_machine_fails_with_the_fix(lab: Lab) -> None:

@@ -171,6 +171,10 @@ def test_pairs_over_slurm_one_srun_step_per_pair(lab: tuple[Project, Path]) -> N
     again = sum(p["round"] > 3 for p in pairs.values())
     assert doc["rounds"] == 3 + again
     assert not [f for f in doc["findings"] if f["kind"] == "allreduce-failed"], out
+    # each round is said on stderr as it starts (the report on stdout stays JSON)
+    assert [
+        ln.split(":")[2] for ln in err.splitlines() if ln.startswith("envtool: pairs: round")
+    ] == [f" round {n}" for n in range(1, doc["rounds"] + 1)], err
     # (slow-node / slow-link are not asserted here: every "node" is this one machine, whose
     # load moves a pair's busbw by 3x or more between rounds; the netns tests name them)
     found = {(f["kind"], f["subject"], tuple(f["hosts"])) for f in doc["findings"]}
