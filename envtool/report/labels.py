@@ -156,6 +156,11 @@ def _runtime_words(f: Finding) -> Words:
         pinned = f"{f.reference.label()} " if f.reference is not None else ""
         actual = f"{f.actual} ({_CAUSE.get(f.cause, f.cause)})"
         return Words(f"{pinned}from {f.expected}", actual, fix)
+    if f.kind is Kind.LOADED_TWICE and f.cause == runtime.PARTS:
+        fix = ("one cuDNN install per environment: remove the other one (a pip nvidia-cudnn "
+               "wheel beside conda's cudnn: pip uninstall it), or drop its folder from "
+               "LD_LIBRARY_PATH")  # fmt: skip
+        return Words("cuDNN's parts from its own install", f.actual, fix)
     if f.kind is Kind.LOADED_TWICE:
         fix = f"one {f.subject} per process: unset LD_PRELOAD, or drop the other copy's folder"
         return Words("one copy mapped", f.actual, fix + " from LD_LIBRARY_PATH")

@@ -321,6 +321,10 @@ def test_cudnn_parts_from_another_install_are_one_finding() -> None:
     (f,) = runtime.check(host(libraries=_with(older)), LOCK)
     assert f.cause == runtime.PARTS and "libcudnn_adv_infer.so.8.6.0" in f.actual
     assert "libcudnn_ops_infer" not in f.actual  # the parts that agree are not named
+    from envtool.report.labels import words
+
+    said = words(f)  # the fix speaks of two installs, not of LD_PRELOAD
+    assert said.fix.startswith("one cuDNN install per environment") and "LD_PRELOAD" not in said.fix
     both = kinds(host(libraries=_with(wheel)))  # the same part twice: that finding says it
     assert both == [(Kind.LOADED_TWICE, "cuDNN", "")]
 
