@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -114,6 +115,16 @@ def loads(text: str, path: object) -> Any:
 STDIN = "-"
 
 
+def _readable(fd: int, path: Path, what: str, limit: int) -> None:
+    """A regular file over ``limit`` is refused by its size, a device (``/dev/zero``, a disk)
+    at once: nothing is read. Pipes (``<(cmd)``) are read, bounded."""
+    info = os.fstat(fd)
+    if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+        raise InputError(f"{path}: {what} is larger than {limit} bytes")
+    if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+        raise InputError(f"{path}: {what} is a device, not a file")
+
+
 def read_text(path: Path, what: str, limit: int = MAX_TEXT) -> str:
     """Read a UTF-8 text file of at most ``limit`` bytes (counted while reading, so a device
     or a pipe cannot feed it forever); anything else is an InputError naming the file.
@@ -124,6 +135,7 @@ def read_text(path: Path, what: str, limit: int = MAX_TEXT) -> str:
             path = Path("<stdin>")
         else:
             with path.open("rb") as fh:
+                _readable(fh.fileno(), path, what, limit)
                 data = fh.read(limit + 1)
         if len(data) > limit:
             raise InputError(f"{path}: {what} is larger than {limit} bytes")

@@ -86,8 +86,11 @@ def _read_json(path: str, what: str = "conda record") -> Any:
     file is refused, never read whole (O_NONBLOCK: opening a FIFO does not wait)."""
     try:
         with open(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
                 raise ExportError(f"cannot read {what} {path}: not a regular file")
+            if info.st_size > MAX_RECORD:  # refused by its size, before a byte is read
+                raise ExportError(f"{what} {path} is larger than {MAX_RECORD} bytes")
             data = fh.read(MAX_RECORD + 1)
         if len(data) > MAX_RECORD:
             raise ExportError(f"{what} {path} is larger than {MAX_RECORD} bytes")

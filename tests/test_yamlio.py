@@ -32,11 +32,28 @@ def test_nesting_is_bounded() -> None:
     assert yamlio.loads("[" * 10 + "]" * 10, "ok.yml") == [[[[[[[[[[]]]]]]]]]]
 
 
-def test_a_device_is_read_only_up_to_the_limit() -> None:
-    with pytest.raises(InputError, match="larger than 1024 bytes"):
-        yamlio.read_text(Path("/dev/zero"), "environment file", limit=1024)
-
-
 def test_a_real_lock_is_well_inside_the_budget(shared_data: Path) -> None:
     doc = yamlio.load_file(shared_data / "real" / "drdmannturb.conda-lock.yml", "lockfile")
     assert len(doc["package"]) > 100
+
+
+def test_a_device_or_an_oversized_file_is_refused_before_reading(tmp_path: Path) -> None:
+    """/dev/zero is a device (refused at once, was read to the 64 MiB bound first); a sparse
+    file over the bound is refused by its size; a pipe is still read (``<(cmd)``)."""
+    import os
+
+    read_text = yamlio.read_text
+    with pytest.raises(InputError, match=r"^/dev/zero: lockfile is a device, not a file$"):
+        read_text(Path("/dev/zero"), "lockfile")
+    big = tmp_path / "big.yml"
+    with big.open("wb") as fh:
+        fh.truncate(2**30)
+    with pytest.raises(InputError, match=f"^{big}: lockfile is larger than 1024 bytes$"):
+        read_text(big, "lockfile", limit=1024)
+    read, write = os.pipe()
+    os.write(write, b"version: 1\n")
+    os.close(write)
+    try:
+        assert read_text(Path(f"/proc/self/fd/{read}"), "lockfile") == "version: 1\n"
+    finally:
+        os.close(read)
