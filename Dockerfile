@@ -2,11 +2,11 @@
 # The lab's environment as an image, installed from exactly the locked packages.
 #
 # Built by `envtool build`, which assembles the context: this file, envtool_node/ (the node
-# package), wheels/ and the lockfile as conda-lock.yml. The builder installs envtool, then
-# `envtool install` installs the lock's linux-64 entries into /opt/conda/envs/$ENV_NAME with
-# py-rattler, every archive's hash checked; the runtime stage copies only that prefix and the
-# node package onto a slim base. `docker run IMAGE` prints the node's facts
-# (python -m envtool_node.facts).
+# package), wheels/, channels/ and the lockfile as conda-lock.yml. The builder installs
+# envtool, then `envtool install` installs the lock's linux-64 entries into
+# /opt/conda/envs/$ENV_NAME with py-rattler, every archive's hash checked; the runtime stage
+# copies only that prefix and the node package onto a slim base. `docker run IMAGE` prints
+# the node's facts (python -m envtool_node.facts).
 ARG BUILDER_IMAGE=python:3.11-slim-bookworm
 ARG BASE_IMAGE=debian:bookworm-slim
 
@@ -16,15 +16,24 @@ ARG PLATFORM=linux-64
 # `envtool build --allow-insecure-url` passes it on (a channel served over http on the host)
 ARG INSTALL_ARGS=
 # wheels/: envtool and the three packages `envtool install` needs (click, PyYAML, py-rattler),
-# fetched by `envtool build` on the host, so this step needs no package index.
+# fetched by `envtool build` on the host (pinned with their sha256 in requirements/), so this
+# step needs no package index; wheels/requirements.txt gives each wheel's sha256 again.
 COPY wheels /src/wheels
 RUN python3 -m venv /opt/envtool \
  && /opt/envtool/bin/pip install --no-cache-dir --disable-pip-version-check --quiet \
-      --no-index --no-deps /src/wheels/*.whl
+      --no-index --no-deps --require-hashes -r /src/wheels/requirements.txt
+# channels/: the archives of a channel behind credentials, fetched by `envtool build` on the
+# host (no secret enters this build); bases.json: each copy's base -> the channel's ${VAR}
+# template, written back into the conda-meta records after the install.
+COPY channels /src/channels
 COPY conda-lock.yml /src/conda-lock.yml
 RUN /opt/envtool/bin/envtool install --lockfile /src/conda-lock.yml \
       --prefix /opt/conda/envs/${ENV_NAME} --platform ${PLATFORM} \
       --cache-dir /tmp/envtool-cache ${INSTALL_ARGS} \
+ && /opt/envtool/bin/python -c 'import json, sys; from pathlib import Path; \
+      from envtool.lock.secrets import scrub_records as s; \
+      s(Path(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text()))' \
+      /opt/conda/envs/${ENV_NAME} /src/channels/bases.json \
  && rm -rf /tmp/envtool-cache /opt/conda/envs/${ENV_NAME}/CACHEDIR.TAG \
  && chmod -R a+rX /opt/conda  # rattler writes conda-meta/*.json 0600; the user must read it
 

@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from envtool import private
+from envtool import image_channels, private, wheel_cache
 from envtool.cluster import bundle, proc
 from envtool.errors import EnvtoolError, InputError
 from envtool.lock import lockfile
 
 REPO_URL = "https://github.com/envtool/envtool"
-# What `envtool install` imports inside the builder (the rest of envtool's dependencies is lazy).
-RUNTIME_REQUIREMENTS = ("click>=8.1", "PyYAML>=6.0", "py-rattler>=0.28,<0.29")
 
 
 class BuildError(EnvtoolError):
@@ -99,75 +96,79 @@ def default_tag(env_name: str, labels: dict[str, str]) -> str:
 def _source_digest(root: Path, python: str) -> str:
     digest = hashlib.sha256(python.encode())
     sources = [*(root / "envtool").rglob("*.py"), *(root / "envtool_node").glob("*.py")]
-    for path in sorted([root / "pyproject.toml", *sources]):
+    pins = sorted((root / "requirements").glob("*.txt"))
+    for path in sorted([root / "pyproject.toml", *pins, *sources]):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
 def _wheels(root: Path, into: Path, python: str) -> None:
-    """The wheels, from a cache keyed by envtool's source: an unchanged tree gives identical
-    bytes, so Docker's layer cache holds across builds."""
-    from envtool.lock.solve import default_cache_dir
+    """The wheels, from a cache keyed by envtool's source and the pins: an unchanged tree
+    gives identical bytes, so Docker's layer cache holds across builds. The cache is checked
+    as a bundle dir is (wheel_cache): the user's, its wheels' sha256 recorded when written."""
+    folder = wheel_cache.root() / _source_digest(root, python)
+    wheel_cache.filled(folder, lambda tmp: _fetch_wheels(root, tmp, python))
+    wheel_cache.copy_checked(folder, into, "/src/wheels")
 
-    cached = default_cache_dir() / "build-wheels" / _source_digest(root, python)
-    if not cached.is_dir():
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{cached.name}.", dir=cached.parent))
-        try:
-            _fetch_wheels(root, tmp, python)
-            tmp.rename(cached)
-        except OSError:  # another build filled the cache meanwhile: use its wheels
-            if not cached.is_dir():
-                raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    for wheel in cached.glob("*.whl"):
-        shutil.copy2(wheel, into / wheel.name)
+
+def _pip_failed(step: str, exc: proc.ProcessError) -> BuildError:
+    """One line: pip's hash refusal names the wheel, anything else pip's last line."""
+    err = exc.result.stderr if exc.result else ""
+    if "DO NOT MATCH THE HASHES" in err:
+        lines = [ln.strip() for ln in err.splitlines() if " from " in ln and "==" in ln]
+        what = lines[0].split(" (from ")[0] if lines else "a wheel"
+        return BuildError(
+            f"cannot fetch the wheels for the builder: {what} does not match the sha256 "
+            f"pinned in requirements/{step}.txt (refused, nothing installed)"
+        )
+    return BuildError(f"cannot fetch the wheels for the builder: {exc}")
 
 
 def _fetch_wheels(root: Path, into: Path, python: str) -> None:
     """envtool's wheel and the wheels of what ``envtool install`` needs, for the builder's
-    Python on x86_64, fetched here (the build itself then needs no package index)."""
+    Python on x86_64, fetched here (the build itself then needs no package index): every
+    one pinned with its sha256 in requirements/ (pip --require-hashes), envtool's own wheel
+    built by the pinned setuptools only."""
     import sys
 
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]
+    fetch = [*pip, "download", "--require-hashes", "--no-deps", "--only-binary=:all:"]
+    pins = root / "requirements"
+    with private.tempdir("envtool-backend-") as backend:
+        try:
+            proc.run([*fetch, "--dest", str(backend), "-r", str(pins / "backend.txt")], timeout=600)
+        except proc.ProcessError as exc:
+            raise _pip_failed("backend", exc) from None
+        try:  # no index: the build's isolated environment gets the checked setuptools only
+            proc.run(
+                [*pip, "wheel", "--no-deps", "--no-index", "--find-links", str(backend),
+                 "--wheel-dir", str(into), str(root)],
+                timeout=600,
+                env={"SOURCE_DATE_EPOCH": "315532800", "PIP_FIND_LINKS": str(backend),
+                     "PIP_NO_INDEX": "1"},
+            )  # fmt: skip
+        except proc.ProcessError as exc:
+            raise BuildError(f"cannot build envtool's wheel for the builder: {exc}") from None
+    target = ["--python-version", python]
+    for platform in ("manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"):
+        target += ["--platform", platform]
     try:
         proc.run(
-            [*pip, "wheel", "--no-deps", "--wheel-dir", str(into), str(root)],
-            timeout=600,
-            env={"SOURCE_DATE_EPOCH": "315532800"},
-        )
-        proc.run(
-            [
-                *pip,
-                "download",
-                "--dest",
-                str(into),
-                "--only-binary=:all:",
-                "--python-version",
-                python,
-                "--platform",
-                "manylinux_2_28_x86_64",
-                "--platform",
-                "manylinux_2_17_x86_64",
-                "--platform",
-                "manylinux2014_x86_64",
-                "--no-deps",
-                *RUNTIME_REQUIREMENTS,
-            ],
-            timeout=600,
+            [*fetch, *target, "--dest", str(into), "-r", str(pins / "builder.txt")], timeout=600
         )
     except proc.ProcessError as exc:
-        raise BuildError(f"cannot fetch the wheels for the builder: {exc}") from None
+        raise _pip_failed("builder", exc) from None
 
 
-def _context(root: Path, lock_path: Path, into: Path, python: str) -> None:
-    """The build context: Dockerfile, the node package, the wheels and the lock, nothing else."""
+def _context(options: BuildOptions, root: Path, into: Path) -> tuple[str, ...]:
+    """The build context: Dockerfile, the node package, the checked wheels, the lock (and the
+    archives behind channel credentials, fetched here); the install arguments it needs."""
     shutil.copy2(root / "Dockerfile", into / "Dockerfile")
     bundle.copy_package(into)  # a private temp dir of ours
     (into / "wheels").mkdir()
-    _wheels(root, into / "wheels", python)
-    shutil.copy2(lock_path, into / "conda-lock.yml")
+    _wheels(root, into / "wheels", options.builder_python)
+    insecure = "--allow-insecure-url" in options.install_args
+    return image_channels.prepare(options.lock_path, options.platform, into, insecure)
 
 
 def _client() -> Any:
@@ -264,7 +265,9 @@ def build(options: BuildOptions, on_line: Callable[[str], None]) -> BuildResult:
     tag = options.tag or default_tag(options.env_name, labels)
     client = _client()
     with private.tempdir("envtool-build-") as tmp:
-        _context(root, options.lock_path, tmp, options.builder_python)
+        more = _context(options, root, tmp)
+        if more:
+            options = replace(options, install_args=(*options.install_args, *more))
         try:
             image_id = _stream(client, tmp, tag, options, labels, on_line)
         except docker.errors.APIError as exc:

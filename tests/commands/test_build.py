@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -180,10 +182,11 @@ def test_default_tag_cache_hit_and_failed_build(
     assert code == 0, err[-3000:]
     assert "built envtool/ddp:" in out
     assert "Using cache" in err  # unchanged lock: every layer from the cache
-    before = _docker("ps", "-aq").stdout.split()
+    before, dirs = _docker("ps", "-aq").stdout.split(), _build_dirs()
     code, _, err = _build(project, "local/does-not-exist:1")
     assert code == 1 and "docker build failed" in err and err.count("\n") >= 1
     assert _docker("ps", "-aq").stdout.split() == before  # forcerm: no container left
+    assert _build_dirs() <= dirs  # nor the temp context dir
 
 
 def _build_dirs() -> set[Path]:
@@ -211,9 +214,16 @@ def _cancelled(before: list[str], tag: str) -> None:
     assert _docker("image", "inspect", tag).returncode != 0  # the tag was never made
 
 
+@pytest.mark.parametrize(
+    ("signum", "code", "said"),
+    [(signal.SIGINT, 130, b"interrupted"), (signal.SIGTERM, 143, b"terminated")],
+    ids=["ctrl-c", "sigterm"],
+)
 def test_ctrl_c_cancels_the_build_on_the_daemon(
-    engine: tuple[dockerd.Engine, str], project: Project
+    engine: tuple[dockerd.Engine, str], project: Project, signum: int, code: int, said: bytes
 ) -> None:
+    """Ctrl-C or SIGTERM (kill, a CI timeout) while a RUN step runs: the build is cancelled
+    on the daemon, no container and no temp context dir is left (issue 24 L7)."""
     eng, base = engine
     before, dirs = _containers(), _build_dirs()
     tag = f"lab/ddp:interrupted-{os.getpid()}"
@@ -234,10 +244,10 @@ def test_ctrl_c_cancels_the_build_on_the_daemon(
 
     _wait_for(a_step_runs, 300)
     assert running and run.poll() is None, "no RUN step was caught running"
-    run.send_signal(signal.SIGINT)
+    run.send_signal(signum)
     _, err = run.communicate(timeout=60)
-    assert run.returncode == 130, err.decode()[-2000:]
-    assert b"interrupted" in err and b"Traceback" not in err
+    assert run.returncode == code, err.decode()[-2000:]
+    assert said in err and b"Traceback" not in err
     _cancelled(before, tag)
     assert _build_dirs() <= dirs  # the temp context dir is removed
 
@@ -325,3 +335,88 @@ def test_an_image_without_the_locked_environment_is_one_finding(
     )  # fmt: skip
     assert out.returncode == 1, out.stderr
     absent.one_finding(json.loads(out.stdout), ["image"])
+
+
+SECRET, PASSWORD = "tk-5ecret-in-build-7", "hunter2-build-5ecret"
+
+
+def test_no_channel_secret_reaches_the_image_or_the_engine(
+    engine: tuple[dockerd.Engine, str],
+    project: Project,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A lock made from a channel behind a password and an anaconda.org-style token: the
+    build fetches those archives here, the image's records keep the ${VAR} templates, and
+    neither secret is in the build's output, the image (every layer, its config and history,
+    as `docker save` writes them) or anywhere in the engine's data root (issue 24 item 1)."""
+    eng, base = engine
+    monkeypatch.setenv("LAB_REPO_TOKEN", SECRET)
+    monkeypatch.setenv("LAB_CHANNEL_PASSWORD", PASSWORD)
+    site = tmp_path / "site"
+    (site / "t" / SECRET).mkdir(parents=True)
+    (site / "t" / SECRET / "lab").symlink_to(project.channel)
+    tag = f"lab/ddp:secret-{os.getpid()}"
+    proj = Project(tmp_path / "proj", project.channel, tmp_path / "cache")
+    proj.root.mkdir()
+    (proj.root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
+    with serve(site) as url:
+        channel = f"http://bob:{PASSWORD}@{url.removeprefix('http://')}/t/{SECRET}/lab"
+        proj.write_env(
+            re.sub(r"channels: \[.*\]", f"channels: [{channel}]", project.env.read_text())
+        )
+        code, out, err = proj.run("lock")
+        assert code == 0, err
+        assert "/t/${LAB_REPO_TOKEN}/lab/linux-64/" in proj.lock.read_text()
+        code, out2, err2 = _build(proj, base, "-t", tag)
+    assert code == 0, err2[-3000:]
+    said = out + err + out2 + err2
+    assert SECRET not in said and PASSWORD not in said
+    saved = subprocess.run(["docker", "save", tag], capture_output=True, timeout=300, check=True)
+    assert len(saved.stdout) > 1 << 20
+    assert SECRET.encode() not in saved.stdout and PASSWORD.encode() not in saved.stdout
+    meta = _docker("history", "--no-trunc", tag).stdout + _docker("inspect", tag).stdout
+    assert SECRET not in meta and PASSWORD not in meta
+    show = "cat /opt/conda/envs/ddp/conda-meta/*.json"
+    records = _docker("run", "--rm", "--network", "none", tag, "sh", "-c", show).stdout
+    assert "http://bob:${LAB_CHANNEL_PASSWORD}@" in records
+    assert "/t/${LAB_REPO_TOKEN}/lab/linux-64/" in records and "/src/channels" not in records
+    anywhere = subprocess.run(
+        ["grep", "-rlF", "-e", SECRET, "-e", PASSWORD, str(eng.root / "data")],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert anywhere.stdout == "", anywhere.stdout  # no layer, config or cache of the engine
+    urls = re.findall(r'"url": "([^"]+)"', records)  # each record names the locked URL
+    lock = proj.lock.read_text()
+    assert urls and sorted(urls) == sorted(re.findall(r"url: (\S+\.conda|\S+\.tar\.bz2)", lock))
+
+
+def test_a_wheel_dropped_into_the_cache_stops_the_build(
+    engine: tuple[dockerd.Engine, str],
+    project: Project,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A wheel in the build's wheel cache that envtool did not record: one line, exit 1, no
+    build starts, no context dir is left (issue 24 item 8)."""
+    import zipfile
+
+    from envtool import image
+
+    _, base = engine
+    monkeypatch.setenv("ENVTOOL_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "build-wheels" / image._source_digest(image.source_root(), "3.11")
+    folder.mkdir(parents=True, mode=0o700)
+    with zipfile.ZipFile(folder / "envtool-0.1.0-py3-none-any.whl", "w") as zf:
+        zf.writestr("envtool/__init__.py", "")
+    digest = hashlib.sha256((folder / "envtool-0.1.0-py3-none-any.whl").read_bytes()).hexdigest()
+    (folder / "SHA256SUMS").write_text(f"{digest}  envtool-0.1.0-py3-none-any.whl\n")
+    with zipfile.ZipFile(folder / "evil-1.0-py3-none-any.whl", "w") as zf:
+        zf.writestr("evil.pth", "import os; os.system('touch /tmp/pwned')\n")
+    before, dirs = _containers(), _build_dirs()
+    tag = f"lab/ddp:tampered-{os.getpid()}"
+    code, _, err = _build(project, base, "-t", tag)
+    assert code == 1 and err.count("\n") == 1, err
+    assert "evil-1.0-py3-none-any.whl" in err and "not a wheel envtool recorded" in err
+    assert _docker("image", "inspect", tag).returncode != 0 and _containers() == before
+    assert _build_dirs() <= dirs
