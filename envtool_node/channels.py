@@ -46,7 +46,8 @@ KNOWN_SUBDIRS = (
     "zos-z",
 )
 _PLATFORM_RE = re.compile(r"/({})(?:/|$)".format("|".join(KNOWN_SUBDIRS)), re.IGNORECASE)
-_TOKEN_RE = re.compile(r"/t/([a-zA-Z0-9-]*)")
+# conda's token pattern, and conda-lock's template of one (``/t/${ANACONDA_TOKEN}``)
+_TOKEN_RE = re.compile(r"/t/(\$\{[A-Za-z_][A-Za-z0-9_]*\}|[a-zA-Z0-9-]*)")
 _SCHEME_RE = re.compile(r"[a-z][a-z0-9]{0,11}://")
 _PATH_RE = re.compile(r"\./|\.\.|~|/|[a-zA-Z]:[/\\]|\\\\|//")
 _PKG_EXTENSIONS = (".conda", ".tar.bz2", ".json", ".jlap", ".json.zst")
@@ -117,9 +118,11 @@ def _channel_from_url(url: str) -> Chan:
     if cleaned.endswith(_PKG_EXTENSIONS) and "/" in cleaned:
         cleaned = cleaned.rsplit("/", 1)[0]
     parts = _parse(cleaned)
-    location, name, scheme = _channel_configuration(
-        parts.scheme, parts.hostname, parts.port, parts.path
-    )
+    try:
+        port = parts.port
+    except ValueError:  # ``host:${PORT}``, ``host:99999``: no port conda could use
+        port = None
+    location, name, scheme = _channel_configuration(parts.scheme, parts.hostname, port, parts.path)
     return scheme or "https", location, name or ""
 
 

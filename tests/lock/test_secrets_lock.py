@@ -48,6 +48,9 @@ def test_the_lock_and_the_records_hold_templates_never_the_secret(
         "- LAB_CHANNEL_PASSWORD\n" in text and "- LAB_REPO_TOKEN\n" in text
     )
     assert "/t/${LAB_REPO_TOKEN}/lab/linux-64/" in text  # each package URL too
+    # the templated channel is read back everywhere (was: "Port could not be cast", exit 3)
+    code, out, err = project.run("diff", str(project.lock), str(prefix))
+    assert code == 0 and out.startswith("identical: "), out + err
 
 
 def test_a_literal_secret_no_variable_holds_is_refused_unshown(

@@ -16,6 +16,15 @@ from envtool_node.channels import canonical_name as channel_name
         ("conda-forge", "conda-forge"),
         ("file:///srv/channel/noarch", "file:///srv/channel"),
         ("https://repo.anaconda.com/pkgs/main", "defaults"),
+        # conda-lock's templates of a token and a password (issue 24 item 1), a port no one
+        # could use: named, never an exception
+        (
+            "https://h.example:8000/t/${LAB_TOKEN}/lab/linux-64/a-1-0.conda",
+            "https://h.example:8000/lab",
+        ),
+        ("https://${U}:${P}@h.example/lab/noarch", "https://h.example/lab"),
+        ("https://h.example:99999/lab/linux-64", "https://h.example/lab"),
+        ("https://h.example:${PORT}/lab", "https://h.example/lab"),
     ],
 )
 def test_channel_names(url: str, name: str) -> None:
