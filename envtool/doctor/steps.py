@@ -15,9 +15,12 @@ from envtool.lock import prefixes
 from envtool.lock.install import InstallOptions
 from envtool.lock.lockfile import Lockfile
 from envtool.lock.lockfile import read as read_lock
+from envtool.report.doctor import FAIL as FAIL
+from envtool.report.doctor import PASS as PASS
+from envtool.report.doctor import SKIP as SKIP
+from envtool.report.doctor import WARN as WARN
 from envtool.report.labels import words
 
-PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
 TROUBLE = "docs/troubleshooting.md"
 
 

@@ -5,13 +5,32 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import click
 
-from envtool.doctor.steps import FAIL, PASS, SKIP, WARN, Step
 from envtool.protocol.schemas import DOCTOR
 from envtool.report.text import visible
+
+# A step's status as the doctor's steps (envtool/doctor/steps.py) spell it; this module words
+# the steps it is handed and imports nothing of the doctor (no package cycle).
+PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
+
+
+class Step(Protocol):
+    """One finished step, as ``envtool/doctor/steps.Step`` holds it."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def summary(self) -> str: ...
+    @property
+    def fix(self) -> str: ...
+
 
 MARKS = {PASS: "✓", FAIL: "✗", WARN: "!", SKIP: "-"}
 COLOURS = {PASS: "green", FAIL: "red", WARN: "yellow", SKIP: "bright_black"}
@@ -55,7 +74,7 @@ class DoctorReport:
             return False
         return click.confirm(f"  install the locked environment into {prefix} now?", default=True)
 
-    def finish(self, steps: list[Step]) -> None:
+    def finish(self, steps: Sequence[Step]) -> None:
         """The closing line, or the whole JSON document."""
         failed = [s.name for s in steps if s.status == FAIL]
         warned = [s.name for s in steps if s.status == WARN]
