@@ -11,8 +11,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from envtool import image_channels, private, wheel_cache
-from envtool.cluster import bundle, proc
+from envtool import image_channels, private, proc, wheel_cache
+from envtool.cluster import bundle
 from envtool.errors import EnvtoolError, InputError
 from envtool.lock import lockfile
 

@@ -18,8 +18,7 @@ from collections.abc import Iterator, Sequence
 from functools import cache
 from pathlib import Path
 
-from envtool import private
-from envtool.cluster import proc
+from envtool import private, proc
 from envtool.cluster.options import MAX_OUTPUT, MAX_STDERR
 from envtool.errors import EnvtoolError, InputError
 from envtool.yamlio import write_atomic

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from envtool.cluster import proc
+from envtool import proc
 from envtool.cluster.hosts import Host
 from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import argv_for

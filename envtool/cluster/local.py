@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from envtool.cluster import bundle, proc
+from envtool import proc
+from envtool.cluster import bundle
 from envtool.errors import ProblemFound
 from envtool.protocol import schemas
 from envtool.protocol.documents import document, read_allreduce, read_ddp, read_facts

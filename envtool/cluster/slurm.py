@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from envtool.cluster import proc
+from envtool import proc
 from envtool.cluster.hosts import Host
 from envtool.cluster.nodescript import node_script
 from envtool.cluster.options import FanoutOptions

@@ -7,8 +7,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from envtool import private, yamlio
-from envtool.cluster import proc
+from envtool import private, proc, yamlio
 from envtool.errors import InputError, SolveError
 from envtool.lock import lockfile
 from envtool.lock.lockfile import LockedPackage

@@ -13,8 +13,7 @@ import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from envtool import private
-from envtool.cluster import proc
+from envtool import private, proc
 from envtool.errors import InputError, InstallError
 from envtool.lock.lockfile import LockedPackage
 from envtool.models import normalize

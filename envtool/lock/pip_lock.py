@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from envtool import private
-from envtool.cluster import proc
+from envtool import private, proc
 from envtool.errors import InputError, ToolError
 from envtool.lock import pip_install
 from envtool.lock.lockfile import LockedPackage

@@ -52,7 +52,7 @@ def test_the_default_fanout_fits_the_limit_and_messages_fold(tmp_path: Path) -> 
 def test_out_of_files_is_envtools_error_with_the_fix() -> None:
     code = (
         "import resource, os\n"
-        "from envtool.cluster import proc\n"
+        "from envtool import proc\n"
         "from envtool.errors import ResourceError\n"
         "used = len(os.listdir('/proc/self/fd'))\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (used + 1, used + 1))\n"

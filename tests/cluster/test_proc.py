@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from envtool.cluster import proc
+from envtool import proc
 
 
 def _alive(pid: int) -> bool:
