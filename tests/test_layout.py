@@ -106,3 +106,59 @@ def test_heavy_dependencies_have_one_home(dependency: str) -> None:
 def test_torch_only_on_the_node_side() -> None:
     importers = _importers("torch")
     assert importers and all(m.startswith("envtool_node.") for m in importers), importers
+
+
+# The packages (and top-level modules) of envtool, each importing only those after it;
+# docs/architecture.md states the same order.
+ORDER = (
+    "cli", "commands", "doctor", "report", "image", "image_channels", "wheel_cache", "cluster",
+    "environments", "judge", "protocol", "lock", "nccl", "pip_entries", "models", "private",
+    "proc", "yamlio", "errors", "envtool_node",
+)  # fmt: skip
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    return "envtool_node" if parts[0] == "envtool_node" else (parts[1] if len(parts) > 1 else "")
+
+
+def test_the_packages_import_in_one_order() -> None:
+    """No package-level circle either (doctor <-> report and lock <-> cluster were two)."""
+    rank = {unit: i for i, unit in enumerate(ORDER)}
+    backwards = sorted(
+        f"{a} -> {b}"
+        for a, targets in _graph().items()
+        for b in targets
+        if _unit(a) in rank and _unit(b) in rank and rank[_unit(a)] > rank[_unit(b)]
+    )
+    assert backwards == []
+    units = {_unit(m) for m in _modules()} - {"", "__main__"}
+    assert units <= set(ORDER), units - set(ORDER)  # a new package gets its place here
+    text = (REPO / "docs" / "architecture.md").read_text()
+    assert "`" + " → ".join(ORDER) + "`" in " ".join(text.split()), "architecture.md's order"
+
+
+def test_every_module_has_its_row_in_the_architecture_page() -> None:
+    """docs/architecture.md is a checked index: each module is named in its package's row
+    (``name`` in backquotes), each top-level module by its path."""
+    rows = {
+        line.split("|")[1].strip().strip("`"): line
+        for line in (REPO / "docs" / "architecture.md").read_text().splitlines()
+        if line.startswith("| `")
+    }
+    missing = []
+    for module, file in _modules().items():
+        parts = module.split(".")
+        if file.name in ("__init__.py", "__main__.py"):
+            continue
+        if parts[0] == "envtool" and len(parts) == 2:
+            path = f"envtool/{parts[1]}.py"
+            if not any(path in key or f"`{path}`" in row or f"`{parts[1]}.py`" in row
+                       for key, row in rows.items()):  # fmt: skip
+                missing.append(module)
+            continue
+        folder = "/".join(parts[:-1]) + "/"
+        row = next((r for key, r in rows.items() if key.endswith(folder)), "")
+        if f"`{parts[-1]}`" not in row and f"`{parts[-1]}.py`" not in row:
+            missing.append(module)
+    assert missing == [], missing
