@@ -83,6 +83,32 @@ def driver_version(notes: list[str]) -> str | None:
     return first[0].strip() if first else None
 
 
+MACHINE_ID = re.compile(r"[0-9a-f]{32}")
+BOOT_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _read_id(path: str, pattern: re.Pattern[str]) -> str | None:
+    """The first line of a small id file when it has the id's shape; None otherwise (a file
+    that is absent, unreadable, or not an id: a device or a huge file reads 128 bytes only)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(128)
+    except OSError:
+        return None
+    text = head.decode("ascii", errors="replace").strip().lower()
+    return text if pattern.fullmatch(text) else None
+
+
+def machine_ids() -> dict[str, str | None]:
+    """What tells this machine from another one with the same hostname: systemd's
+    ``/etc/machine-id`` and the kernel's id of this boot (envtool groups names that reach one
+    machine: listed twice, its GPUs would get two nodes' ranks)."""
+    return {
+        "machine_id": _read_id("/etc/machine-id", MACHINE_ID),
+        "boot_id": _read_id("/proc/sys/kernel/random/boot_id", BOOT_ID),
+    }
+
+
 def glibc_version() -> str | None:
     """The C library's version (``2.36``), None when it is not glibc."""
     name, version = platform.libc_ver()
@@ -156,6 +182,7 @@ def collect(use_torch: bool = True, use_runtime: bool = True) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "schema": FACTS,
         "hostname": socket.gethostname(),
+        **machine_ids(),
         "python": platform.python_version(),
         "executable": sys.executable,
         "prefix": sys.prefix,

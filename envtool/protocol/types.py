@@ -78,6 +78,8 @@ class NodeFacts:
     env: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
     runtime: Runtime | None = None  # None: a probe from before the runtime part
+    machine_id: str = ""  # /etc/machine-id (32 hex digits), "" when the node sent none
+    boot_id: str = ""  # the kernel's id of this boot; with hostname: which machine it is
 
 
 @dataclass(frozen=True)
