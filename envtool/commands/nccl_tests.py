@@ -1,4 +1,6 @@
-"""``envtool nccl-tests FILE``: an all_reduce_perf log read, its peak busbw at large sizes."""
+"""``envtool nccl-tests FILE``: an nccl-tests log read (all_reduce_perf or another collective,
+named; of a log of several runs, the all_reduce one, the others listed), its peak busbw at
+large sizes."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from envtool.report.nccl_text import reading_notes, run_of
 
 
 def read_run(file: Path) -> NcclRun:
-    """An all_reduce_perf log, or envtool's all-reduce JSON document, as an nccl-tests run."""
+    """An nccl-tests log, or envtool's all-reduce JSON document, as an nccl-tests run."""
     text = yamlio.read_text(file, "nccl-tests log")
     if not text.lstrip().startswith("{"):
         return parse(text, str(file))

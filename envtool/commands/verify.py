@@ -53,7 +53,7 @@ class VerifyArgs:
 def baseline_busbw(path: Path) -> float:
     """The peak busbw of an earlier envtool JSON report, or of an nccl-tests log."""
     from envtool.nccl.model import peak_busbw
-    from envtool.nccl.parse import parse
+    from envtool.nccl.parse import parse_all_reduce
     from envtool.protocol import verify_report
 
     text = yamlio.read_text(path, "baseline")
@@ -64,7 +64,7 @@ def baseline_busbw(path: Path) -> float:
         if not peaks:
             raise InputError(f"{path}: the report holds no all-reduce result")
         return max(peaks)
-    peak = peak_busbw(parse(text, str(path)).rows, min_bytes=0)
+    peak = peak_busbw(parse_all_reduce(text, str(path)).rows, min_bytes=0)  # its all_reduce run
     if peak is None:
         raise InputError(f"{path}: no rows to take a baseline from")
     return peak

@@ -62,12 +62,26 @@ class NcclDevice:
 
 
 COLUMNS_OLD, COLUMNS, COLUMNS_PER_ITER = 12, 13, 21  # fields in a row, by nccl-tests era
+ALL_REDUCE = "all_reduce"
+
+
+@dataclass(frozen=True)
+class Section:
+    """One run of a log that holds several (one nccl-tests binary each), left unread."""
+
+    collective: str | None  # all_gather, sendrecv, ...; None: not known
+    program: str | None  # the binary its "# Collective test starting:" line names
+    first_line: int
+    last_line: int
+    fits: tuple[str, ...] = ()  # without that line: the collectives its rows fit
+    error: str | None = None  # why its rows could not be read (it stays skipped)
 
 
 @dataclass(frozen=True)
 class NcclRun:
-    """One ``all_reduce_perf`` run as read from its text output: only what the text said
-    (a header, a trailer, a version the log lacks stay None; nothing is filled in)."""
+    """One nccl-tests run (``all_reduce_perf`` or another collective) as read from its text
+    output: only what the text said (a header, a trailer, a version the log lacks stay None;
+    nothing is filled in)."""
 
     source: str
     rows: tuple[NcclRow, ...]
@@ -80,7 +94,20 @@ class NcclRun:
     nccl_line: str | None = None  # X of the text's own "NCCL version X" line
     columns: int = COLUMNS  # the row layout: COLUMNS_OLD, COLUMNS or COLUMNS_PER_ITER
     truncated: bool = False  # rows but no "# Avg bus bandwidth" after them: the log was cut
-    skipped_lines: int = 0  # lines that are not all_reduce_perf output (blank ones included)
+    skipped_lines: int = 0  # lines that are not nccl-tests output (blank ones included)
+    collective: str | None = ALL_REDUCE  # what the run measured; None: the log cannot tell
+    program: str | None = None  # the binary its "# Collective test starting:" line names
+    fits: tuple[str, ...] = ()  # not named by the log: the collectives its rows fit
+    lines: tuple[int, int] | None = None  # its first and last line, in a log of several runs
+    skipped: tuple[Section, ...] = ()  # the log's other runs, not read
+
+    @property
+    def may_be_all_reduce(self) -> bool:
+        """Whether the run is (or, its rows not telling all_reduce from another, may be) an
+        all-reduce: what a baseline needs."""
+        return self.collective == ALL_REDUCE or (
+            self.collective is None and ALL_REDUCE in self.fits
+        )
 
     @property
     def param_map(self) -> dict[str, str]:

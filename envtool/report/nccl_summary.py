@@ -1,13 +1,15 @@
-"""The lines a reader of an all-reduce looks for, beside its all_reduce_perf layout: the peak
-bus bandwidth with the size where it was reached, and why a log's check failed."""
+"""The lines a reader of an nccl-tests log looks for, beside its layout: which collective it
+measured (and, of a log of several, which run was read and which were skipped), the peak bus
+bandwidth with the size where it was reached, and why a log's check failed."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
 
-from envtool.nccl.model import NcclRow, NcclRun, peak, wrong_rows, wrong_total
+from envtool.nccl.model import ALL_REDUCE, NcclRow, NcclRun, Section, peak, wrong_rows, wrong_total
 from envtool.report.nccl_text import size_text
+from envtool.report.text import visible
 
 SHOWN_SIZES = 6  # sizes named in the wrong-elements line; more are counted
 
@@ -58,4 +60,34 @@ def wrong_line(run: NcclRun) -> str | None:
         parts.append(f"{_plural(oob, 'out-of-bounds value')}")
     if not parts:
         return None
-    return f"{run.source}: {' and '.join(parts)}: the all-reduce computed wrong results"
+    what = "all-reduce" if run.collective == ALL_REDUCE else run.collective or "collective"
+    return f"{run.source}: {' and '.join(parts)}: the {what} computed wrong results"
+
+
+def collective_text(run: NcclRun) -> str:
+    """``all_gather (all_gather_perf)``; ``all_reduce (by its rows; the log names none)``;
+    ``gather or scatter (by its rows; ...)``: what the run measured and how that is known."""
+    program = None if run.program is None else visible(run.program)
+    if run.collective is not None and program is not None:
+        return f"{run.collective} ({program})"
+    fits = " or ".join(run.fits) or "unknown"
+    if program is not None:  # a binary nccl-tests does not build
+        return f"{run.collective or fits} (by its rows; the log names {program})"
+    return f"{run.collective or fits} (by its rows; the log names none)"
+
+
+def _section_text(s: Section) -> str:
+    name = visible(s.program) if s.program else s.collective or " or ".join(s.fits) or "unknown"
+    why = f": not read, {visible(s.error)}" if s.error else ""
+    return f"{name} (lines {s.first_line}-{s.last_line}{why})"
+
+
+def collective_lines(run: NcclRun) -> list[str]:
+    """``collective: ...``; for a log of several runs, the lines of the one read and each run
+    skipped, in order."""
+    lines = [f"collective: {collective_text(run)}"]
+    if run.lines is not None:
+        first, last = run.lines
+        lines[0] += f", lines {first}-{last} of a log of {len(run.skipped) + 1} runs"
+        lines.append("skipped: " + ", ".join(_section_text(s) for s in run.skipped))
+    return lines

@@ -1,4 +1,4 @@
-"""Laying out rows in nccl-tests' ``all_reduce_perf`` text format (the inverse of nccl/parse.py).
+"""Laying out rows in nccl-tests' text format (the inverse of nccl/parse.py).
 
 The one text layout of all-reduce results: real logs read back (``format_run``) and
 envtool's own probe (``format_allreduce``). A log is laid out with only what it said: its
@@ -176,16 +176,20 @@ def _footer(run: NcclRun, error: str) -> list[str]:
 
 
 def format_run(run: NcclRun, error: str = "") -> str:
-    """A run laid out (again) in all_reduce_perf's layout, with the header, version line and
-    trailer it holds and no other; ``error`` (envtool's own run) before the trailer."""
-    lines = [_param_line(run.params)] if run.params else []
+    """A run laid out (again) in nccl-tests' layout, with the header, version line and
+    trailer it holds and no other; ``error`` (envtool's own run) before the trailer. The
+    binary's ``# Collective test starting/concluded:`` lines (src/util.cu) when it named one."""
+    program = None if run.program is None else visible(run.program)
+    lines = [f"# Collective test starting: {program}"] if program else []
+    lines += [_param_line(run.params)] if run.params else []
     if run.devices:
         lines += ["#", "# Using devices", *(_device_line(d) for d in run.devices)]
     lines += [f"NCCL version {visible(run.nccl_line)}"] if run.nccl_line else []
     if run.columns not in _HEADERS:
         raise ValueError(f"no all_reduce_perf layout of {run.columns} columns")
     lines += ["#", *_HEADERS[run.columns], *(format_row(r, run.columns) for r in run.rows)]
-    return "\n".join([*lines, *_footer(run, error)]) + "\n"
+    end = [f"# Collective test concluded: {program}"] if program else []
+    return "\n".join([*lines, *_footer(run, error), *end]) + "\n"
 
 
 def _measured(
@@ -253,12 +257,18 @@ def format_allreduce(ar: AllReduceResult) -> str:
 
 
 def nccl_document(run: NcclRun, min_bytes: int) -> dict[str, object]:
-    """``envtool nccl-tests --format json``: the run as read, its peak at large sizes and the
-    size of it, and the best busbw at any size and its size."""
+    """``envtool nccl-tests --format json``: the run as read (which collective; of a log of
+    several, its lines and the runs skipped), its peak at large sizes and the size of it, and
+    the best busbw at any size and its size."""
     overall = overall_peak(run.rows)
     return {
         "schema": schemas.NCCL_TESTS,
         "source": run.source,
+        "collective": run.collective,
+        "program": run.program,
+        "collective_fits": list(run.fits),
+        "lines": None if run.lines is None else list(run.lines),
+        "skipped_runs": [asdict(s) for s in run.skipped],
         "nccl_version": run.nccl_version,
         "nranks": run.nranks,
         "devices": [asdict(d) for d in run.devices],
@@ -298,7 +308,7 @@ def reading_notes(run: NcclRun) -> list[str]:
     if run.skipped_lines:
         n = run.skipped_lines
         what = "line that is" if n == 1 else "lines that are"
-        notes.append(f"{run.source}: skipped {n} {what} not all_reduce_perf output")
+        notes.append(f"{run.source}: skipped {n} {what} not nccl-tests output")
     return notes
 
 

@@ -55,11 +55,10 @@ def busbw_png(run: NcclRun, path: Path, large: int, title: str = "") -> None:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: size_text(v)))
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel(f"{what} (GB/s)")
+        name = (run.collective or "nccl-tests").replace("_", "-")  # all-reduce, all-gather, ...
         ranks = f"{run.nranks} ranks" if run.nranks else "ranks: ?"
         version = f", NCCL {run.nccl_version}" if run.nccl_version else ""
-        ax.set_title(
-            title or f"all-reduce {what}: {Path(run.source).name} ({ranks}{version}){note}"
-        )
+        ax.set_title(title or f"{name} {what}: {Path(run.source).name} ({ranks}{version}){note}")
         ax.grid(True, which="major", alpha=0.3)
         ax.set_ylim(bottom=0)
         ax.legend(loc="lower right")

@@ -215,18 +215,21 @@ def probe_result(
 
 
 def nccl_result(run: NcclRun, min_bytes: int, fmt: str) -> None:
-    """An all_reduce_perf log: its rows, then its peak busbw and the size where it was reached
+    """An nccl-tests log (of all_reduce_perf or another collective): its rows, which collective
+    (and the runs it skipped), then its peak busbw and the size where it was reached
     (said not bandwidth-bound when the sweep stops below ``min_bytes``) beside the average."""
     if fmt == "json":
         from envtool.report.nccl_text import nccl_document
 
         console.echo_json(nccl_document(run, min_bytes))
         return
-    from envtool.report.nccl_summary import peak_line
+    from envtool.report.nccl_summary import collective_lines, peak_line
     from envtool.report.nccl_text import format_run
 
     click.echo(format_run(run), nl=False)
     click.echo(f"ranks: {run.nranks or '?'}   NCCL: {run.nccl_version or '?'}")
+    for line in collective_lines(run):  # which collective; a log's other runs, skipped
+        click.echo(line)
     click.echo(peak_line(run.rows, min_bytes))
     if run.avg_busbw is not None:
         click.echo(

@@ -328,10 +328,10 @@ ROW = "           8             2     float     sum      -1    12.25    0.00    
     [
         ("", 1, "empty input"),
         ("\n  \n\n", 1, "empty input"),
-        ("\x00\x01\xff\xfe\x89PNG\r\n\x1a\n", 2, "no all_reduce_perf data rows (2 of 2 lines"),
-        (HEADER, 3, "no all_reduce_perf data rows"),
-        (HEADER + "#\n# Out of bounds values : 0 OK\n", 5, "no all_reduce_perf data rows"),
-        ("The quick brown fox\njumps over the lazy dog\n", 2, "no all_reduce_perf data rows"),
+        ("\x00\x01\xff\xfe\x89PNG\r\n\x1a\n", 2, "no nccl-tests data rows (2 of 2 lines"),
+        (HEADER, 3, "no nccl-tests data rows"),
+        (HEADER + "#\n# Out of bounds values : 0 OK\n", 5, "no nccl-tests data rows"),
+        ("The quick brown fox\njumps over the lazy dog\n", 2, "no nccl-tests data rows"),
         (HEADER + ROW + ROW[:60] + "\n" + ROW, 5, "row has 6 fields, expected 13"),
         (HEADER + ROW[:60] + "\n" + ROW, 4, "row has 6 fields, expected one of 12, 13, 21"),
         (HEADER + ROW.replace("12.25", "12,25"), 4, "time is not a non-negative number"),
@@ -344,7 +344,7 @@ ROW = "           8             2     float     sum      -1    12.25    0.00    
         (HEADER + "#  Rank  0 Group  0 Pid  1 on h device x\n" + ROW, 4, "bad device line"),
         (HEADER + ROW + "# Avg bus bandwidth    : lots\n", 5, "Avg bus bandwidth is not"),
         (HEADER + ROW + "# Avg bus bandwidth    :\n", 5, "no value after"),
-        (HEADER + ROW + HEADER + ROW, 5, "a second '# nThread' header"),
+        (HEADER + ROW + HEADER + ROW, 5, "a second all_reduce run (the first starts at line 1)"),
         ("# nThread\n" + ROW, 1, "bad '# nThread' header"),
         (ROW + "# Avg bus bandwidth    : 1 \n" + ROW, 3, "a row after '# Avg bus bandwidth'"),
         (ROW + "# Avg bus bandwidth : 1\n# Avg bus bandwidth : 2\n", 3, "a second 'Avg bus"),
@@ -367,7 +367,7 @@ def test_damaged_real_log_names_the_line(shared_data: Path) -> None:
     damaged = "".join(lines[:16]) + lines[16][:70] + "\n" + "".join(lines[17:])
     with pytest.raises(InputError, match=r"^issue290\.txt:17: row has 7 fields"):
         parse(damaged, "issue290.txt")
-    with pytest.raises(InputError, match=r"^cut\.txt:14: no all_reduce_perf data rows"):
+    with pytest.raises(InputError, match=r"^cut\.txt:14: no nccl-tests data rows"):
         parse("".join(lines[:14]), "cut.txt")
 
 

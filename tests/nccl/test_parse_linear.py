@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 import time
 
+import pytest
+
+from envtool.errors import InputError
 from envtool.nccl import parse
 
 ROW = "  8  2  float  sum  -1  10.54  0.00  0.00  0  10.40  0.00  0.00  0"
@@ -30,3 +33,28 @@ def test_param_pairs_find_what_the_old_regex_found() -> None:
     samples += ["k  :\t-3x z", "  : 1", "a:1", "a b  c 7 d", "aa bb", "x(factor) 2"]
     for text in samples:
         assert parse.param_pairs(text) == [(k.strip(), v) for k, v in old.findall(text)], text
+
+
+def _run(name: str) -> str:
+    """A small run as nccl-tests >= 2.17.6 prints it (src/util.cu): its name lines around it."""
+    return (
+        f"# nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22809\n"
+        f"# Collective test starting: {name}\n#{REAL}\n{ROW}\n# Avg bus bandwidth    : 0 \n#\n"
+        f"# Collective test concluded: {name}\n"
+    )
+
+
+def test_a_log_of_thousands_of_runs_is_read_in_linear_time() -> None:
+    # issue 25: each run is cut and read once; the all_reduce one is found after 5,000 others
+    runs = 5_000
+    text = _run("all_gather_perf") * runs + _run("all_reduce_perf")
+    start = time.monotonic()
+    run = parse.parse(text)
+    assert time.monotonic() - start < 5
+    assert run.program == "all_reduce_perf" and len(run.skipped) == runs
+    assert run.lines == (7 * runs + 1, 7 * runs + 7)
+    names = "# Collective test starting: all_reduce_perf\n" * 50_000  # 50,000 empty runs
+    start = time.monotonic()
+    with pytest.raises(InputError, match=r"^names\.txt:2: a second all_reduce run \(the first"):
+        parse.parse(names, "names.txt")
+    assert time.monotonic() - start < 5

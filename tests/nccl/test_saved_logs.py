@@ -111,14 +111,14 @@ def test_stray_lines_are_skipped_counted_and_never_printed(shared_data: Path) ->
     _same_table(run, parse(text))
     assert (run.skipped_lines, run.truncated) == (6, False)
     assert format_run(run) == text  # the untouched log again: nothing stray, nothing invented
-    assert reading_notes(run) == ["messy.txt: skipped 6 lines that are not all_reduce_perf output"]
+    assert reading_notes(run) == ["messy.txt: skipped 6 lines that are not nccl-tests output"]
 
 
 def test_a_file_without_a_table_is_one_line_error(shared_data: Path, tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         parse(f"{TRACE}\n{SSH}\n\n{INFO}\n", "job.out")
     assert str(caught.value) == (
-        "job.out:4: no all_reduce_perf data rows (4 of 4 lines not nccl-tests output)"
+        "job.out:4: no nccl-tests data rows (4 of 4 lines not nccl-tests output)"
     )
     log = tmp_path / "job.out"
     log.write_text(f"{TRACE}\n{SSH}\n")
