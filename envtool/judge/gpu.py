@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from envtool.judge import cuda, runtime
@@ -87,13 +87,13 @@ FACTS: tuple[tuple[str, Callable[[NodeFacts], object], tuple[str, ...]], ...] = 
 LOADER_VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD")  # which library file a rank loads
 
 
-def _env_checks(facts: dict[str, NodeFacts]) -> list[Finding]:
+def _env_checks(facts: dict[str, NodeFacts], machines: Mapping[str, str]) -> list[Finding]:
     names = sorted({k for f in facts.values() for k, _ in f.env if k.startswith("NCCL_")})
     out: list[Finding] = []
     for name in [*names, *LOADER_VARIABLES]:
         kind = Kind.LOADER_ENV_DIFFERS if name in LOADER_VARIABLES else Kind.NCCL_ENV_DIFFERS
         values = {h: dict(f.env).get(name, "(unset)") for h, f in facts.items()}
-        out += differences(values, kind, severity(kind), name)
+        out += differences(values, kind, severity(kind), name, machines=machines)
     return out
 
 
@@ -165,18 +165,24 @@ def _allreduce_checks(report: HostReport, policy: GpuPolicy) -> list[Finding]:
     return out
 
 
-def check(reports: list[HostReport], policy: GpuPolicy) -> list[Finding]:
-    """GPU, driver, NCCL-variable and all-reduce findings across the reachable hosts."""
+def check(
+    reports: list[HostReport], policy: GpuPolicy, machines: Mapping[str, str] | None = None
+) -> list[Finding]:
+    """GPU, driver, NCCL-variable and all-reduce findings across the reachable hosts
+    (``machines``: names of one machine, which counts once in a majority)."""
+    machines = machines or {}
     facts = {r.host: r.facts for r in reports if r.facts is not None}
     out: list[Finding] = []
     for host, f in facts.items():
         out += _cuda_checks(host, f, policy) + _driver_checks(host, f, policy)
     for subject, get, _ in FACTS:
         values = {h: str(get(f)) for h, f in facts.items()}
-        out += differences(values, Kind.VERSION_MISMATCH, severity(Kind.VERSION_MISMATCH), subject)
+        level = severity(Kind.VERSION_MISMATCH)
+        out += differences(values, Kind.VERSION_MISMATCH, level, subject, machines=machines)
     counts = {h: str(f.device_count) for h, f in facts.items()}
-    out += differences(counts, Kind.GPU_COUNT_DIFFERS, severity(Kind.GPU_COUNT_DIFFERS), "GPUs")
-    out += _env_checks(facts)
+    level = severity(Kind.GPU_COUNT_DIFFERS)
+    out += differences(counts, Kind.GPU_COUNT_DIFFERS, level, "GPUs", machines=machines)
+    out += _env_checks(facts, machines)
     for report in reports:
         out += _allreduce_checks(report, policy)
     return out

@@ -53,6 +53,7 @@ class Kind(str, Enum):
     DIFFERS_FROM_MAJORITY = "differs-from-majority"
     DIFFERS_BETWEEN_NODES = "differs-between-nodes"
     VERSION_MISMATCH = "version-mismatch"
+    SAME_MACHINE = "same-machine"
     GPU_COUNT_DIFFERS = "gpu-count-differs"
     NCCL_ENV_DIFFERS = "nccl-env-differs"
     LOADER_ENV_DIFFERS = "loader-env-differs"

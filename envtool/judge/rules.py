@@ -110,6 +110,17 @@ RULES: dict[Kind, Rule] = {
         "make {subject} match the other nodes",
         "re-install the node from the lock; install or remove the plugin on every node alike",
     ),
+    Kind.SAME_MACHINE: Rule(
+        Check.MAJORITY, Severity.ERROR, None,
+        "two or more names of the host list reach one machine (an alias, a name and its "
+        "address): their answers give one hostname and boot id (and one machine-id where both "
+        "send one). A job launched on that list puts two nodes' ranks on one machine's GPUs; "
+        "the comparisons between nodes and the counts count that machine once. Containers "
+        "have their own hostname and stay apart; a node claiming another's ids only makes "
+        "this finding, each node is still judged on its own answer",
+        "list each machine once in --hosts",
+        "list each machine once",
+    ),
     Kind.GPU_COUNT_DIFFERS: Rule(
         Check.MAJORITY, Severity.WARNING, None,
         "fewer/more GPUs than the other nodes",

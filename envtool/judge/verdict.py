@@ -31,6 +31,12 @@ class Verdict:
     pairs: PairsRun | None = None  # --allreduce pairs
     unchecked: tuple[str, ...] = ()  # asked for, but this run cannot check it (and why)
 
+    @property
+    def machines(self) -> tuple[tuple[str, ...], ...]:
+        """The hosts grouped by the machine they answered from (a name each, unless a
+        machine was listed under several): what the counts count."""
+        return consensus.machine_groups(self.reports)
+
 
 @dataclass(frozen=True)
 class Policy:
@@ -179,10 +185,15 @@ def _one_cause(found: list[Finding]) -> list[Finding]:
     return out
 
 
-def package_spread(envs: dict[str, Environment], lock: Environment | None) -> list[Finding]:
-    """Where the lock is silent: packages that differ between the nodes; an error when the
-    package decides a DDP run (judge/critical.py: python, torch, NCCL, CUDA...), else a
-    warning (``--no-lock`` must not let two pytorch builds pass as "all good")."""
+def package_spread(
+    envs: dict[str, Environment],
+    lock: Environment | None,
+    machines: consensus.Machines | None = None,
+) -> list[Finding]:
+    """Where the lock is silent: packages that differ between the nodes (a machine under two
+    names counts once); an error when the package decides a DDP run (judge/critical.py:
+    python, torch, NCCL, CUDA...), else a warning (``--no-lock`` must not let two pytorch
+    builds pass as "all good")."""
     if len(envs) < 2:
         return []
     locked = set(packages.by_key(lock.packages)) if lock is not None else set()
@@ -196,7 +207,7 @@ def package_spread(envs: dict[str, Environment], lock: Environment | None) -> li
         values = {h: per_host.get(h, "absent") for h in envs}
         level = severity(Kind.DIFFERS_FROM_MAJORITY, ordinary=not critical.package(key))
         out += consensus.differences(
-            values, Kind.DIFFERS_FROM_MAJORITY, level, key, Kind.DIFFERS_BETWEEN_NODES
+            values, Kind.DIFFERS_FROM_MAJORITY, level, key, Kind.DIFFERS_BETWEEN_NODES, machines
         )
     return out
 
@@ -225,9 +236,12 @@ def decide(reports: list[HostReport], lock: Environment | None, policy: Policy) 
     found += _unreadable(envs)
     if lock is not None:
         found += packages.against_lock(lock, envs)
-    found += package_spread(envs, lock)
+    machines = consensus.machines(reports)  # names of one machine count once in majorities
+    found += consensus.same_machine(reports)
+    found += package_spread(envs, lock, machines)
     found += _inconsistencies(envs, found)
     for r in reports:
         found += runtime.check(r, lock)
-    found += gpu.check(reports, policy.gpu) + _no_cluster_result(reports, policy.allreduce)
+    found += gpu.check(reports, policy.gpu, machines)
+    found += _no_cluster_result(reports, policy.allreduce)
     return explain(fold(_one_cause(found)))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +20,7 @@ from envtool.protocol.fields import (
     MAX_INT,
     Malformed,
     count,
+    identifier,
     integer,
     listing,
     mapping,
@@ -43,8 +43,6 @@ from envtool_node.channels import canonical_name
 MAX_DEVICES, MAX_ENV, MAX_NOTES, MAX_ROWS, MAX_PACKAGES = 64, 200, 20, 4096, 100_000
 MAX_PATHS, MAX_LIBRARIES, MAX_PLUGINS, PATH_LIMIT = 100, 64, 16, 1000
 _PARAMS = ("minbytes", "maxbytes", "stepfactor", "iters", "warmup_iters", "cudagraph")
-_MACHINE_ID = re.compile(r"[0-9a-f]{32}")  # /etc/machine-id
-_BOOT_ID = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")  # a boot's uuid
 
 
 class Unreadable(ProblemFound):
@@ -155,16 +153,9 @@ def read_facts(value: Any) -> NodeFacts:
         env=tuple(sorted((str(k)[:100], str(v)[:4000]) for k, v in list(env.items())[:MAX_ENV])),
         notes=tuple(str(n)[:300] for n in notes[:MAX_NOTES]),
         runtime=read_runtime(doc.get("runtime")),
-        machine_id=_id(doc, "machine_id", _MACHINE_ID),
-        boot_id=_id(doc, "boot_id", _BOOT_ID),
+        machine_id=identifier(doc, "machine_id"),
+        boot_id=identifier(doc, "boot_id"),
     )
-
-
-def _id(doc: dict[str, Any], key: str, shape: re.Pattern[str]) -> str:
-    """A machine's or boot's id as the node sent it, when it has that id's shape ("" else:
-    no id is better than a made-up one, which could only group the node with no other)."""
-    value = doc.get(key)
-    return value if isinstance(value, str) and shape.fullmatch(value) else ""
 
 
 def _placement(value: Any) -> NcclResult:

@@ -5,9 +5,14 @@ these)."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 MAX_INT = 2**62  # a count, size or time beyond this is no measurement
+_IDS = {  # what tells machines apart (envtool_node/facts.py: machine_ids)
+    "machine_id": re.compile(r"[0-9a-f]{32}"),  # /etc/machine-id
+    "boot_id": re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}"),  # this boot's uuid
+}
 
 
 class Malformed(ValueError):
@@ -60,3 +65,10 @@ def listing(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise Malformed(f"{what} must be a list")
     return value
+
+
+def identifier(doc: dict[str, Any], key: str) -> str:
+    """A machine's or boot's id as the node sent it when it has that id's shape, else "" (no
+    id is better than a made-up one: an id only ever groups a node with others)."""
+    value = doc.get(key)
+    return value if isinstance(value, str) and _IDS[key].fullmatch(value) else ""

@@ -23,23 +23,32 @@ def plural(n: int, word: str, many: str = "") -> str:
 Item = tuple[vr.FindingEntry, str]  # a finding as worded, and in a few words (labels.short)
 
 
-def _first_error(items: Sequence[Item], host: str) -> Item | None:
-    return next((i for i in items if i[0].severity == "error" and host in i[0].hosts), None)
+def _first_error(items: Sequence[Item], hosts: Sequence[str]) -> Item | None:
+    """The first error on any of ``hosts`` (one machine's names)."""
+    errors = (i for i in items if i[0].severity == "error")
+    return next((i for i in errors if any(h in i[0].hosts for h in hosts)), None)
+
+
+def machines_text(verdict: Verdict) -> str:
+    """``16 hosts``, or ``15 hosts (16 names)`` where a machine was listed under two."""
+    machines, names = len(verdict.machines), len(verdict.reports)
+    return plural(machines, "host") + (f" ({names} names)" if names != machines else "")
 
 
 def summary_line(verdict: Verdict, items: Sequence[Item]) -> str:
-    """``2 of 16 hosts fail: node3 (nccl 2.16 vs 2.18), node7 (no environment)``."""
-    hosts = [r.host for r in verdict.reports]
-    failing = [(h, i[1]) for h in hosts if (i := _first_error(items, h)) is not None]
+    """``2 of 16 hosts fail: node3 (nccl 2.16 vs 2.18), node7 (no environment)``; a machine
+    listed under several names counts once (``node1 = node1-alias``)."""
+    groups = verdict.machines
+    failing = [(" = ".join(hosts), i[1]) for hosts in groups if (i := _first_error(items, hosts))]
     if not failing:
         warnings = sum(1 for e, _ in items if e.severity == "warning")
         tail = f" with {plural(warnings, 'warning')}" if warnings else ""
-        return f"{plural(len(hosts), 'host')} pass{'es' if len(hosts) == 1 else ''}{tail}"
+        return f"{machines_text(verdict)} pass{'es' if len(groups) == 1 else ''}{tail}"
     named = ", ".join(f"{h} ({said})" for h, said in failing[:_SHOWN_HOSTS])
     more = len(failing) - _SHOWN_HOSTS
     rest = f", and {more} more" if more > 0 else ""
     verb = "fails" if len(failing) == 1 else "fail"
-    return f"{len(failing)} of {plural(len(hosts), 'host')} {verb}: {named}{rest}"
+    return f"{len(failing)} of {machines_text(verdict)} {verb}: {named}{rest}"
 
 
 def fold(text: str, width: int, first: str = "", rest: str = "  ") -> list[str]:

@@ -127,7 +127,7 @@ def _summary(verdict: Verdict) -> str:
         else ""
     )
     return (
-        f"{plural(len(verdict.reports), 'host')}, {answered} answered, "
+        f"{text.machines_text(verdict)}, {answered} answered, "
         f"{plural(len(verdict.findings), 'finding')} in {verdict.seconds:.1f} s{pairs}"
     )
 
@@ -157,7 +157,10 @@ def _allreduce_checked(verdict: Verdict) -> str:
     if not ran:
         return "none run (--allreduce off): the links between the nodes were not tested"
     if any(a.member for a in ran):
-        return f"one run across {len(ran)} hosts"
+        took_part = {r.host for r in verdict.reports if r.allreduce is not None}
+        machines = sum(1 for hosts in verdict.machines if took_part & set(hosts))
+        names = f" ({len(ran)} names)" if machines != len(ran) else ""
+        return f"one run across {plural(machines, 'host')}{names}"
     return f"each of {len(ran)} host(s) on its own: no link between the nodes was tested"
 
 
