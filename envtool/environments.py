@@ -6,13 +6,15 @@ very code a node runs during verify.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from envtool import pip_entries, yamlio
 from envtool.errors import InputError, shown, where
-from envtool.lock import explicit, lockfile
-from envtool.models import Environment, Package
+from envtool.judge import specs
+from envtool.lock import explicit, lockfile, names, pixi
+from envtool.models import Environment, Package, Requirement
 from envtool.protocol.documents import read_export, read_export_text
 from envtool.protocol.fields import Malformed
 from envtool.yamlio import line_of
@@ -20,11 +22,12 @@ from envtool_node.channels import canonical_name
 
 
 def from_lock(lock: lockfile.Lockfile, source: str, platform: str) -> Environment:
-    """The entries of one platform of a conda-lock file."""
+    """The entries of one platform of a conda-lock file (or of a pixi.lock's environment)."""
     entries = lock.for_platform(platform)
     if not entries:
         have = ", ".join(lock.metadata.platforms) or "none"
-        raise InputError(f"{source}: no packages for {platform} (has: {have})")
+        of = f" in {lock.origin}" if lock.origin else ""
+        raise InputError(f"{source}: no packages for {platform}{of} (has: {have})")
     packages = tuple(
         Package(
             p.name,
@@ -70,11 +73,56 @@ def _pip_entries(path: Path, block: Any) -> list[Package]:
     return out
 
 
+# what conda env export writes for a package: name=version[=build], nothing a spec adds
+_PINNED = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*=[A-Za-z0-9_.+!-]+(?:=[A-Za-z0-9_.+]+)?")
+_SPEC_FORMS = "a name, name=version, name>=version, channel::name"
+
+
+def _is_spec_list(deps: list[Any]) -> bool:
+    """An entry conda env export never writes (a bare name, a range, a channel): the file is
+    a spec list (``--from-history``, hand-edited), read as ``conda env create`` reads it."""
+    return any(isinstance(d, str) and d.strip() and not _PINNED.fullmatch(d.strip()) for d in deps)
+
+
+def _requirement(path: Path, items: Any, index: int, manager: str) -> Requirement:
+    item, line = items[index], line_of(items, index)
+    if not isinstance(item, str) or not item.strip():
+        raise InputError(f"{where(path, line)}: expected a package spec ({_SPEC_FORMS})")
+    try:
+        name = (specs.parse_pip if manager == "pip" else specs.parse)(item.strip())
+    except ValueError as exc:
+        raise InputError(
+            f"{where(path, line)}: expected 'name=version[=build]' or a spec ({_SPEC_FORMS}): "
+            f"{exc}, got {shown(item)}"
+        ) from None
+    if problem := names.why_bad_name(name):
+        raise InputError(f"{where(path, line)}: {problem}")
+    return Requirement(item.strip(), name, manager, line)
+
+
+def _spec_list(doc: Any, path: Path, deps: list[Any]) -> Environment:
+    """Each entry a spec; a ``- pip:`` block's lines pip specs (a bare name or a pin)."""
+    found: list[Requirement] = []
+    for i, item in enumerate(deps):
+        if not isinstance(item, dict):
+            found.append(_requirement(path, deps, i, "conda"))
+            continue
+        pip = item.get("pip")
+        if not isinstance(pip, list):
+            raise InputError(f"{path}:{line_of(item)}: expected '- pip: [name, ...]'")
+        found += [_requirement(path, pip, j, "pip") for j in range(len(pip))]
+    name, prefix = str(doc.get("name") or ""), str(doc.get("prefix") or "")
+    return Environment(str(path), "specs", (), name, prefix, specs=tuple(found))
+
+
 def from_export_yaml(doc: Any, path: Path) -> Environment:
-    """A ``conda env export`` document (with or without builds, with a ``pip:`` block)."""
+    """A ``conda env export`` document (with or without builds, with a ``pip:`` block), or a
+    spec list (``--from-history``, bare names): its specs, not packages."""
     deps = doc.get("dependencies")
     if not isinstance(deps, list):
         raise InputError(f"{path}:{line_of(doc)}: an export needs a 'dependencies' list")
+    if _is_spec_list(deps):
+        return _spec_list(doc, path, deps)
     packages: list[Package] = []
     for i, item in enumerate(deps):
         if isinstance(item, dict):
@@ -132,12 +180,19 @@ def _nvidia_smi(text: str) -> bool:
     return "NVIDIA-SMI" in head or "$ nvidia-smi" in head or "NVIDIA System Management" in head
 
 
-def load(target: str, platform: str = "linux-64") -> Environment:
-    """A lockfile, an export YAML, a probe JSON, or a prefix directory (exported live)."""
+def load(target: str, platform: str = "linux-64", environment: str = pixi.DEFAULT) -> Environment:
+    """A lockfile (of a pixi.lock, its ``environment``; other inputs hold one), an export
+    YAML, a spec list, a probe JSON, or a prefix directory (exported live)."""
     path = Path(target)
     if path.is_dir():
         return from_prefix(path)
     text = yamlio.read_text(path, "environment")
+    if pixi.format_of(text) is not None:
+        return from_lock(lockfile.parse(text, path, environment), str(path), platform)
+    return _load_text(path, text, platform)
+
+
+def _load_text(path: Path, text: str, platform: str) -> Environment:
     if text.lstrip().startswith("{"):
         try:
             return read_export_text(text, str(path))
@@ -167,6 +222,6 @@ def load(target: str, platform: str = "linux-64") -> Environment:
     if isinstance(doc, dict) and "dependencies" in doc:
         return from_export_yaml(doc, path)
     raise InputError(
-        f"{path}: not a conda-lock file, a conda env export, an @EXPLICIT file, a probe JSON "
-        "or a prefix directory"
+        f"{path}: not a conda-lock file, a pixi.lock, a conda env export or spec list, an "
+        "@EXPLICIT file, a probe JSON or a prefix directory"
     )

@@ -64,13 +64,27 @@ class Package:
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """One line of a spec list (``conda env export --from-history``, a hand-edited export):
+    what ``conda env create`` is asked for (a name, maybe a version range, a channel), not
+    what it installed; judge/specs.py says which package meets it."""
+
+    text: str  # as written: ``pytorch::pytorch>=2``, ``numpy``; pip: ``torch==2.1.0``
+    name: str  # the package it names
+    manager: str = "conda"  # conda | pip
+    line: int = 0  # where it is written (1-based; 0: unknown)
+
+
+@dataclass(frozen=True)
 class Environment:
     """The packages of one environment, wherever they were read from."""
 
     source: str  # the file, prefix or host they came from
-    kind: str  # lock | export | prefix | probe
+    kind: str  # lock | export | prefix | probe | specs
     packages: tuple[Package, ...]
     name: str = ""
     prefix: str = ""
     # conda-meta records conda ignores (file, the name it carries, why): never "absent"
     unreadable: tuple[tuple[str, str, str], ...] = ()
+    # a spec list (kind "specs"): what was asked for, met by another environment's packages
+    specs: tuple[Requirement, ...] = ()

@@ -14,7 +14,12 @@ MAX_LINES = 350
 ONLY_IN = {  # a heavy dependency and the one module allowed to import it
     "docker": {"envtool.image"},
     "matplotlib": {"envtool.report.plot"},
-    "rattler": {"envtool.lock.solve", "envtool.lock.install"},
+    "rattler": {
+        "envtool.lock.solve",
+        "envtool.lock.install",
+        "envtool.lock.pixi",
+        "envtool.judge.specs",
+    },
 }
 
 

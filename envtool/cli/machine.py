@@ -92,19 +92,30 @@ def probe(
     )
 
 
+_ENVIRONMENT = click.option(
+    "--environment",
+    "-e",
+    default="default",
+    show_default=True,
+    help="Environment of a pixi.lock argument (other inputs hold one).",
+)
+
+
 @click.command()
 @click.argument("a")
 @click.argument("b")
 @click.option(
     "--platform", default="linux-64", show_default=True, help="Platform of a lockfile argument."
 )
+@_ENVIRONMENT
 @opt.fmt("table", "json")
 @opt.show_all()
-def diff(a: str, b: str, platform: str, fmt: str, show_all: bool) -> int:
-    """Compare two environments: lockfiles, exports, prefixes or probe JSON (A is the reference)."""
+def diff(a: str, b: str, platform: str, environment: str, fmt: str, show_all: bool) -> int:
+    """Compare two environments: lockfiles (conda-lock, pixi.lock), exports, spec lists
+    (--from-history), prefixes or probe JSON (A is the reference)."""
     from envtool.commands import diff as command
 
-    return command.run(a, b, platform, fmt, show_all)
+    return command.run(a, b, platform, fmt, show_all, environment)
 
 
 @click.command("check")
@@ -112,13 +123,14 @@ def diff(a: str, b: str, platform: str, fmt: str, show_all: bool) -> int:
 @click.option(
     "--platform", default="linux-64", show_default=True, help="Platform of a lockfile argument."
 )
+@_ENVIRONMENT
 @opt.fmt("table", "json")
-def check_env(paths: tuple[str, ...], platform: str, fmt: str) -> int:
+def check_env(paths: tuple[str, ...], platform: str, environment: str, fmt: str) -> int:
     """Find the inconsistencies inside each environment (lockfile, export, prefix or probe
     JSON): two torches, CUDA majors mixed, two NCCLs, ... Exit 0 consistent, 1 not."""
     from envtool.commands import check_env as command
 
-    return command.run(paths, platform, fmt)
+    return command.run(paths, platform, fmt, environment)
 
 
 @click.command("nccl-tests")

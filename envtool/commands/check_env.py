@@ -12,9 +12,9 @@ from envtool.judge.findings import exit_code
 from envtool.report import results
 
 
-def run(paths: tuple[str, ...], platform: str, fmt: str) -> int:
+def run(paths: tuple[str, ...], platform: str, fmt: str, environment: str = "default") -> int:
     """0 every environment consistent, 1 any inconsistency (2: unreadable, raised)."""
-    envs = [environments.load(path, platform) for path in paths]  # bad input stops here
+    envs = [environments.load(p, platform, environment) for p in paths]  # bad input stops here
     checked = [(env, consistency.check(env, where=env.source)) for env in envs]
     results.consistency_result(checked, fmt)
     return exit_code([f for _, found in checked for f in found])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envtool.judge import consistency, packages
+from envtool.judge import consistency, packages, specs
 from envtool.judge.findings import Finding, Kind
 from envtool.models import Environment
 
@@ -36,5 +36,8 @@ def inside(env: Environment) -> list[Finding]:
 
 def compare(a: Environment, b: Environment) -> Comparison:
     """``b`` against ``a``: fix lines say "in B" (the report names B's path once)."""
-    differences = packages.differences(a, b, where="B")
+    if a.specs or b.specs:  # a spec list: which packages meet its specs (judge/specs.py)
+        differences = specs.differences(a, b)
+    else:
+        differences = packages.differences(a, b, where="B")
     return Comparison(tuple(differences), tuple(inside(a)), tuple(inside(b)))

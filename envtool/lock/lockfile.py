@@ -1,4 +1,5 @@
-"""The conda-lock v1 model: read strictly, validate, write atomically."""
+"""The conda-lock v1 model: read strictly, validate, write atomically. A pixi.lock is read
+into the same model (lock/pixi.py: one environment, ``default`` unless named)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from envtool import yamlio
-from envtool.lock import explicit, secrets
+from envtool.errors import InputError
+from envtool.lock import explicit, pixi, secrets
 from envtool.lock.locked import LockedPackage as LockedPackage  # re-exported: the model's home
 from envtool.lock.locked import fail, only_keys, read_entries, write_entries
 from envtool.yamlio import line_of
@@ -58,6 +60,7 @@ class Lockfile:
 
     metadata: LockMeta
     packages: tuple[LockedPackage, ...] = field(default=())
+    origin: str = ""  # "" for conda-lock; where else it was read from (a pixi.lock's environment)
 
     def for_platform(self, platform: str) -> tuple[LockedPackage, ...]:
         """The entries of one platform."""
@@ -130,8 +133,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def parse(text: str, path: Path) -> Lockfile:
-    """Parse the text of a conda-lock v1 file."""
+def _from_pixi(text: str, path: Path, environment: str) -> Lockfile:
+    env = pixi.parse(text, path, environment)
+    return Lockfile(LockMeta((), env.channels, env.platforms, ()), env.packages, env.origin)
+
+
+def parse(text: str, path: Path, environment: str = pixi.DEFAULT) -> Lockfile:
+    """Parse the text of a conda-lock v1 file, or one environment of a pixi.lock."""
+    if pixi.format_of(text) is not None:
+        return _from_pixi(text, path, environment)
     if line := explicit.marker_line(text):
         raise fail(
             path,
@@ -144,6 +154,13 @@ def parse(text: str, path: Path) -> Lockfile:
     if not isinstance(doc, dict):
         raise fail(path, line_of(doc), "not a conda-lock file (expected a mapping)")
     version = doc.get("version")
+    if "version" not in doc and "dependencies" in doc:
+        raise fail(
+            path,
+            line_of(doc, "dependencies"),
+            "an environment file or conda env export, not a lock: lock it (envtool lock -f "
+            "FILE) or compare it with a lock (envtool diff FILE LOCK)",
+        )
     if version != 1:
         line = line_of(doc, "version") if "version" in doc else 1
         raise fail(
@@ -161,14 +178,21 @@ def parse(text: str, path: Path) -> Lockfile:
     return Lockfile(_metadata(path, doc["metadata"]), packages)
 
 
-def read(path: Path) -> Lockfile:
-    """Read and validate a conda-lock v1 file."""
-    return parse(yamlio.read_text(path, "lockfile"), path)
+def read(path: Path, environment: str = pixi.DEFAULT) -> Lockfile:
+    """Read and validate a conda-lock v1 file (or a pixi.lock's ``environment``)."""
+    return parse(yamlio.read_text(path, "lockfile"), path, environment)
 
 
 def read_platforms(path: Path) -> tuple[str, ...]:
-    """The platforms a lockfile's metadata names, without parsing its package list."""
+    """The platforms a lockfile's metadata names, without parsing its package list: the lock
+    ``envtool lock`` is about to rewrite, so a pixi.lock is refused (it would be replaced by
+    conda-lock's format)."""
     text = yamlio.read_text(path, "lockfile")
+    if pixi.format_of(text) is not None:
+        raise InputError(
+            f"{path}: a pixi.lock: envtool lock writes conda-lock's format and would replace "
+            "it; lock into another file (--lockfile conda-lock.yml)"
+        )
     head, sep, _ = text.partition("\npackage:")
     doc = yamlio.loads(head, path) if sep else None
     meta = doc.get("metadata") if isinstance(doc, dict) else None

@@ -11,6 +11,7 @@ from envtool.judge import critical
 from envtool.protocol import schemas
 from envtool.protocol.verify_report import finding_dict
 from envtool.report import console
+from envtool.report import specs as spec_report
 from envtool.report.labels import folded_text
 from envtool.report.text import visible
 from envtool.report.verify import finding_entry
@@ -117,12 +118,14 @@ def diff_result(
                 "findings": [finding_dict(e) for e in entries],
                 "inside_a": [finding_dict(finding_entry(f)) for f in c.inside_a],
                 "inside_b": [finding_dict(finding_entry(f)) for f in c.inside_b],
+                "specs": spec_report.entries(a, b),  # a spec list's specs, met or not
             }
         )
         return
-    if c.identical:
+    spec_report.summary(a, b)
+    if c.identical and not (a.specs or b.specs):
         click.echo(f"identical: {a.source} ({len(a.packages)} packages) and {b.source}")
-    else:
+    elif not c.identical:
         rows = [[e.severity, e.kind, e.subject, e.expected, e.actual, e.hint] for e in entries]
         console.table(
             f"{_plural(len(c.differences), 'difference')}: A={a.source}  B={b.source}",
