@@ -38,6 +38,7 @@ def from_lock(lock: lockfile.Lockfile, source: str, platform: str) -> Environmen
             p.url,
             p.md5 or "",
             p.sha256 or "",
+            tuple(f"{name} {spec}".strip() for name, spec in p.dependencies),
         )
         for p in entries
     )

@@ -7,7 +7,7 @@ pip distribution of the same thing meet (conda ``pytorch`` is pip ``torch``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 # conda package name → the distribution name pip (and `import`) sees; identity when absent.
 CONDA_TO_PYPI = {
@@ -45,6 +45,9 @@ class Package:
     url: str = ""  # the artifact
     md5: str = ""
     sha256: str = ""
+    # the match specs it depends on (``cpython >=3.10``) where the source records them (a
+    # lock); empty where it does not (an export, a node's answer). Not part of its identity.
+    depends: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def key(self) -> str:

@@ -20,6 +20,8 @@ from envtool.models import Environment, Package
 
 _PY_TAG = re.compile(r"(?:^|[_-]|(?<=\d))(?:py|cp)(\d)(\d{1,2})(?=[_h]|$)")  # py39h, np126py39
 _PY_DOTTED = re.compile(r"(?:^|_)py(\d)\.(\d{1,2})(?=_|$)")  # py3.9_cuda11.3_cudnn8.2.0_0
+_CPYTHON_FLOOR = re.compile(r"cpython\s*>=\s*(\d+)\.(\d+)")  # cpython >=3.10
+_ABI3 = re.compile(r"[\s*_]abi3\b")  # python_abi * *_abi3
 _TORCH = frozenset({"pytorch", "libtorch", "pytorch-gpu", "pytorch-cuda", "pytorch-mutex"})
 PYTORCH_CHANNELS = frozenset({"pytorch", "nvidia"})
 
@@ -77,10 +79,21 @@ def two_nccls(env: Environment) -> list[Finding]:
     return [_finding(Kind.TWO_NCCLS, "NCCL", nccls)] if len(nccls) > 1 else []
 
 
+def _carries_cuda(pkg: Package) -> bool:
+    """A CUDA build or a part of a CUDA toolkit; a CPU build (conda-forge's ``cpu_mkl_*``,
+    the pytorch channel's ``pytorch-mutex=*=cpu`` or osx ``py3.9_0``) carries no CUDA stack."""
+    if pkg.name == "pytorch-mutex":
+        return pkg.build.startswith("cuda")
+    return cuda.source(pkg) is not None
+
+
 def _stack(pkg: Package) -> str | None:
     """Which CUDA PyTorch stack a conda package belongs to: the pytorch channel's
-    (``pytorch``/``nvidia`` channels) or conda-forge's; None for the others."""
+    (``pytorch``/``nvidia`` channels) or conda-forge's; None for the others and for CPU
+    builds (the only ones an osx-64 or linux-aarch64 platform of a lock has)."""
     if pkg.manager != "conda" or not (pkg.name in _TORCH or pkg.name in cuda.SPLIT):
+        return None
+    if not _carries_cuda(pkg):
         return None
     if pkg.channel in PYTORCH_CHANNELS:
         return "pytorch"
@@ -110,16 +123,50 @@ def python_of(build: str) -> str | None:
     return f"{match.group(1)}.{match.group(2)}" if match else None
 
 
+def _minor(version: str) -> tuple[int, ...]:
+    """``(3, 10)`` of ``3.10`` (or of ``3.10.4``)."""
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:2])
+
+
+def abi3_floor(pkg: Package) -> str | None:
+    """The oldest Python an abi3 build runs on, from what it depends on: ``cpython >=3.10``
+    (CEP 20, conda-forge's python-abi3), else ``_python_abi3_support`` or ``python_abi *
+    *_abi3`` with the Python of its build string (``py310h…`` → 3.10); None when its
+    dependencies say it is no abi3 build, or the source records none."""
+    specs = {d.split()[0]: d for d in pkg.depends if d.split()}
+    floor = _CPYTHON_FLOOR.match(specs.get("cpython", ""))
+    if floor:
+        return f"{floor.group(1)}.{floor.group(2)}"
+    if "_python_abi3_support" in specs or _ABI3.search(specs.get("python_abi", "")):
+        return python_of(pkg.build)
+    return None
+
+
+def _runs_on(pkg: Package, want: str, abi3_here: bool) -> bool:
+    """``pkg``'s extension modules import under Python ``want``: a build for that Python, a
+    build for none, or an abi3 build whose floor is not newer. Where the source records no
+    dependencies (an export, a node's answer), a build for an older Python counts as abi3
+    when the environment holds ``_python_abi3_support``, which conda-forge's abi3 builds
+    pull in: without dependencies the two cannot be told apart."""
+    built = python_of(pkg.build)
+    if built in (None, want):
+        return True
+    floor = abi3_floor(pkg) if pkg.depends else (built if abi3_here else None)
+    return floor is not None and _minor(floor) <= _minor(want)
+
+
 def other_python(env: Environment) -> list[Finding]:
     """Conda packages built for another Python than the environment's (``py38`` in 3.9):
-    their extension modules do not import."""
+    their extension modules do not import. abi3 builds run on every Python from their
+    floor on (hf-xet, polars on conda-forge: ``py310`` builds in a 3.12 environment)."""
     python = next((p for p in env.packages if p.manager == "conda" and p.name == "python"), None)
     if python is None:
         return []
     want = ".".join(python.version.split(".")[:2])
+    abi3_here = any(p.manager == "conda" and p.name == "_python_abi3_support" for p in env.packages)
     wrong = [
         p for p in env.packages
-        if p.manager == "conda" and p.name != "python" and python_of(p.build) not in (None, want)
+        if p.manager == "conda" and p.name != "python" and not _runs_on(p, want, abi3_here)
     ]  # fmt: skip
     return [_finding(Kind.OTHER_PYTHON, "python", wrong, want)] if wrong else []
 

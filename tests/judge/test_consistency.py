@@ -4,7 +4,9 @@ consistent ones (../shared/data/real and the shipped lock)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -184,3 +186,177 @@ def test_envtool_check_cli(tmp_path: Path) -> None:
     assert code == 0 and "consistent: " in out
     code, _, err = run_main(main, tmp_path, [], ("check", str(tmp_path / "none.yml")))
     assert code == 2 and err.count("\n") == 1
+
+
+# --- issue 25 item 2: no false alarms (abi3 builds, CPU-only platforms) ---------------------
+#
+# What conda-forge ships, as a conda-lock v1 file would hold it. The shape of the abi3 records
+# follows conda-forge/hf-xet-feedstock (recipe/recipe.yaml: ``python: version_independent:
+# true``, host ``python-abi3``, skip unless ``is_abi3``; .ci_support/linux_64_is_abi3true
+# python3.10.____cpython.yaml: built once, with ``python 3.10.* *_cpython``, so the build string
+# is ``py310h…``), conda-forge/polars-feedstock (recipe/recipe.yaml, python_min 3.9, the same
+# abi3 markup) and CEP 20 (conda/ceps cep-0020.md: python-abi3 X.Y adds ``cpython >=X.Y``;
+# conda-forge's adds ``_python_abi3_support 1.*``). The hash part of every build string
+# and the md5s are placeholders; names, versions, build shapes, dependencies and channels are
+# as conda-forge and the pytorch channel publish them (pytorch-mutex is noarch there).
+LOCK_HEAD = """\
+version: 1
+metadata:
+  content_hash: {{{hashes}}}
+  channels: [{{url: conda-forge, used_env_vars: []}}, {{url: pytorch, used_env_vars: []}}]
+  platforms: [{platforms}]
+  sources: [environment.yml]
+package:
+"""
+PY312 = {"python": "", "python_abi": "3.12.* *_cp312"}
+ABI3_310 = {"_python_abi3_support": "1.*", "cpython": ">=3.10", "python": ""}
+
+
+def _entry(
+    platform: str,
+    name: str,
+    version: str,
+    build: str,
+    deps: dict[str, str] | None = None,
+    channel: str = "conda-forge",
+    subdir: str = "",
+) -> str:
+    url = f"https://conda.anaconda.org/{channel}/{subdir or platform}/{name}-{version}-{build}"
+    url += ".tar.bz2" if channel == "pytorch" else ".conda"
+    md5 = hashlib.md5(url.encode()).hexdigest()
+    dep = "{" + ", ".join(f"{k}: '{v}'" for k, v in (deps or {}).items()) + "}"
+    return (
+        f"- name: {name}\n  version: {version}\n  manager: conda\n  platform: {platform}\n"
+        f"  dependencies: {dep}\n  url: {url}\n  hash: {{md5: {md5}}}\n"
+        "  category: main\n  optional: false\n"
+    )
+
+
+def _python312(platform: str) -> list[str]:
+    """python 3.12 and the packages every conda-forge abi3 build pulls in."""
+    e = partial(_entry, platform)
+    return [
+        e("python", "3.12.7", "hc5c86c4_0_cpython"),
+        e("python_abi", "3.12", "5_cp312"),
+        e("cpython", "3.12.7", "py312hd8ed1ab_0", {"python": "3.12.7.*"}, subdir="noarch"),
+        e("_python_abi3_support", "1.0", "hd8ed1ab_2", {"cpython": ""}, subdir="noarch"),
+        e("numpy", "2.1.3", "py312h58c1407_0", PY312),
+        # abi3: built once with python 3.10 (hf-xet) / 3.9 (polars), run on any later CPython
+        e("hf-xet", "1.1.5", "py310hb823017_3", {**ABI3_310, "libgcc": ">=13"}),
+        e("polars-default", "1.31.0", "py39hf521cc8_1", {**ABI3_310, "cpython": ">=3.9"}),
+        e("polars", "1.31.0", "default_h1650462_1", {"polars-default": "1.31.0"}),
+    ]
+
+
+def _torch(platform: str) -> list[str]:
+    """PyTorch 2.5.1: CUDA 12.4 on linux-64; on osx-64 and linux-aarch64 conda-forge's CPU
+    builds beside the pytorch channel's ``pytorch-mutex=1.0=cpu`` (noarch), its only package."""
+    e, cv = partial(_entry, platform), {"cuda-version": ">=12.4,<13"}
+    if platform == "linux-64":
+        return [
+            e("pytorch", "2.5.1", "cuda124_py312h1a2b3c4_305", {**PY312, **cv}),
+            e("libtorch", "2.5.1", "cuda124_h1a2b3c4_305", cv),
+            e("cuda-version", "12.4", "h3060b56_3", subdir="noarch"),
+            e("cuda-cudart", "12.4.127", "he02047a_2", cv),
+            e("nccl", "2.23.4.1", "h52f6c39_3", cv),
+        ]
+    cpu = "cpu_mkl_py312h1a2b3c4_105" if platform == "osx-64" else "cpu_generic_py312h1a2b3c4_5"
+    return [
+        e("pytorch", "2.5.1", cpu, PY312),
+        e("libtorch", "2.5.1", cpu.replace("_py312", "")),
+        e("pytorch-mutex", "1.0", "cpu", channel="pytorch", subdir="noarch"),
+    ]
+
+
+def _lock(tmp_path: Path, platforms: dict[str, list[str]], name: str = "lock") -> Path:
+    hashes = ", ".join(f"{p}: abc" for p in platforms)
+    text = LOCK_HEAD.format(hashes=hashes, platforms=", ".join(platforms))
+    text += "".join(e for entries in platforms.values() for e in entries)
+    path = tmp_path / f"{name}.conda-lock.yml"
+    path.write_text(text)
+    return path
+
+
+PLATFORMS = ("linux-64", "osx-64", "linux-aarch64")
+
+
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_a_consistent_abi3_and_cpu_lock_is_consistent_on_every_platform(
+    tmp_path: Path, platform: str
+) -> None:
+    """hf-xet/polars ``py310``/``py39`` abi3 builds in Python 3.12, and CPU platforms with the
+    pytorch channel's ``pytorch-mutex=1.0=cpu``: nothing is wrong, on any platform (before:
+    "built for another python" on every platform, "CUDA stacks mixed" on the CPU ones)."""
+    path = _lock(tmp_path, {p: _python312(p) + _torch(p) for p in PLATFORMS})
+    env = environments.load(str(path), platform)
+    assert {p.name for p in env.packages} >= {"hf-xet", "polars-default", "pytorch"}
+    assert consistency.check(env) == []
+    code, out, err = run_main(main, tmp_path, [], ("check", str(path), "--platform", platform))
+    assert code == 0 and out.startswith("consistent: "), out + err
+    cpu_only = _lock(tmp_path, {platform: _torch(platform)}, "cpu")  # no abi3 package at all
+    assert consistency.check(environments.load(str(cpu_only), platform)) == []
+
+
+def test_an_abi3_build_newer_than_the_python_or_a_plain_older_build_is_still_found(
+    tmp_path: Path,
+) -> None:
+    """The abi3 floor is a floor: ``cpython >=3.13`` does not run on 3.12; and a plain
+    ``py310`` build (``python_abi 3.10.* *_cp310``) is wrong beside ``_python_abi3_support``."""
+    platform = "linux-64"
+    e = partial(_entry, platform)
+    newer = e("hf-xet", "1.1.5", "py313hb823017_3", {**ABI3_310, "cpython": ">=3.13"})
+    py310 = {"python": ">=3.10,<3.11.0a0", "python_abi": "3.10.* *_cp310"}
+    plain = e("scipy", "1.14.1", "py310h23e1e69_1", py310)
+    entries = [x for x in _python312(platform) if "name: hf-xet" not in x] + [newer, plain]
+    env = environments.load(str(_lock(tmp_path, {platform: entries})), platform)
+    (f,) = consistency.check(env)
+    assert f.kind is Kind.OTHER_PYTHON and f.expected == "3.12"
+    assert sorted(p.name for p in f.packages) == ["hf-xet", "scipy"]
+
+
+@pytest.mark.parametrize(
+    ("build", "depends", "floor"),
+    [
+        ("py310hb823017_3", ("_python_abi3_support 1.*", "cpython >=3.10", "python"), "3.10"),
+        ("py39hf521cc8_1", ("cpython >=3.9",), "3.9"),
+        ("py38h1234567_0", ("python", "python_abi * *_abi3"), "3.8"),
+        ("py310hb823017_3", ("_python_abi3_support 1.*",), "3.10"),
+        ("py310h23e1e69_1", ("python >=3.10,<3.11.0a0", "python_abi 3.10.* *_cp310"), None),
+        ("py310h23e1e69_1", (), None),
+    ],
+)
+def test_the_floor_of_an_abi3_build(
+    build: str, depends: tuple[str, ...], floor: str | None
+) -> None:
+    pkg = Package("x", "1", build, "conda-forge", depends=depends)
+    assert consistency.abi3_floor(pkg) == floor
+
+
+def test_an_export_of_an_abi3_environment_records_no_dependencies(tmp_path: Path) -> None:
+    """conda env export writes no dependencies: a ``py310`` build in 3.12 is taken for abi3
+    where the environment holds ``_python_abi3_support`` (what every conda-forge abi3 build
+    pulls in), and is still wrong where it does not."""
+    deps = (
+        "python=3.12.7=hc5c86c4_0_cpython",
+        "_python_abi3_support=1.0=hd8ed1ab_2",
+        "cpython=3.12.7=py312hd8ed1ab_0",
+        "hf-xet=1.1.5=py310hb823017_3",
+        "numpy=2.1.3=py312h58c1407_0",
+    )
+    assert consistency.check(_export(tmp_path, "abi3", deps)) == []
+    (f,) = consistency.check(_export(tmp_path, "plain", deps[:1] + deps[3:]))
+    assert f.kind is Kind.OTHER_PYTHON and [p.name for p in f.packages] == ["hf-xet"]
+
+
+def test_cpu_builds_carry_no_cuda_stack() -> None:
+    """The pytorch channel's CPU mutex and osx build beside conda-forge's CPU or CUDA pytorch
+    are no second CUDA stack; its ``pytorch-mutex=1.0=cuda`` still is."""
+    cf_cpu = Package("pytorch", "2.5.1", "cpu_mkl_py312h1a2b3c4_105", "conda-forge")
+    cf_cuda = Package("pytorch", "2.5.1", "cuda124_py312h1a2b3c4_305", "conda-forge")
+    mutex_cpu = Package("pytorch-mutex", "1.0", "cpu", "pytorch")
+    osx = Package("torchvision", "0.20.1", "py312_cpu", "pytorch")
+    for torch in (cf_cpu, cf_cuda):
+        assert consistency.stacks_mixed(Environment("l", "lock", (torch, mutex_cpu, osx))) == []
+    mutex_cuda = Package("pytorch-mutex", "1.0", "cuda", "pytorch")
+    (f,) = consistency.stacks_mixed(Environment("l", "lock", (cf_cuda, mutex_cuda)))
+    assert f.kind is Kind.CUDA_STACKS_MIXED
