@@ -10,10 +10,10 @@ import re
 from dataclasses import dataclass, field, replace
 
 # conda package name → the distribution name pip (and `import`) sees; identity when absent.
+# conda-forge's pytorch-cpu / pytorch-gpu are metapackages that only pin pytorch's variant: no
+# files, no dist-info; the torch that runs is ``pytorch``, so they stay packages of their own.
 CONDA_TO_PYPI = {
     "pytorch": "torch",
-    "pytorch-cpu": "torch",
-    "pytorch-gpu": "torch",
     "py-opencv": "opencv-python",
     "matplotlib-base": "matplotlib",
     "tensorflow-base": "tensorflow",

@@ -17,8 +17,8 @@ from envtool.judge.rules import check_of
 
 NAMES = frozenset(
     {
-        "python", "torch", "pytorch", "libtorch", "pytorch-gpu", "pytorch-cuda",
-        "pytorch-mutex", "nccl", "cudnn", "cudatoolkit", "cuda-version", "cutensor",
+        "python", "torch", "pytorch", "libtorch", "pytorch-gpu", "pytorch-cpu", "pytorch-cuda",
+        "pytorch-mutex", "nccl", "cudnn", "cudatoolkit", "cuda", "cuda-version", "cutensor",
         "openmpi", "mpich", "mpi", "mpi4py", "ucx", "libfabric", "aws-ofi-nccl", "magma",
         "triton", "torchvision", "torchaudio",
     }

@@ -13,10 +13,11 @@ from dataclasses import dataclass
 
 from envtool.models import Environment, Package
 
-# conda packages whose version is the CUDA toolkit's own (12.4.127 → 12.4)
+# conda packages whose version is the CUDA toolkit's own (12.4.127 → 12.4); ``cuda`` and
+# ``cuda-toolkit`` are metapackages (nvidia, conda-forge), compared as themselves
 SPLIT = frozenset(
     {
-        "cuda-runtime", "cuda-cudart", "cuda-cudart-dev", "cuda-nvrtc", "cuda-nvcc",
+        "cuda", "cuda-runtime", "cuda-cudart", "cuda-cudart-dev", "cuda-nvrtc", "cuda-nvcc",
         "cuda-libraries", "cuda-libraries-dev", "cuda-toolkit", "cuda-cupti", "cuda-nvtx",
         "cuda-compiler", "cuda-driver-dev",
     }

@@ -14,7 +14,8 @@ Group = dict[str, Package]  # manager → the package of one key
 
 
 def by_key(packages: Iterable[Package]) -> dict[str, Group]:
-    """Packages grouped by what they are matched by (conda pytorch meets pip torch)."""
+    """Packages grouped by what they are matched by (conda pytorch meets pip torch); a
+    metapackage (pytorch-gpu, pytorch-cpu, pytorch-cuda, cuda) is a key of its own."""
     out: dict[str, Group] = {}
     for pkg in packages:
         out.setdefault(pkg.key, {})[pkg.manager] = pkg
@@ -22,7 +23,8 @@ def by_key(packages: Iterable[Package]) -> dict[str, Group]:
 
 
 def effective(group: Group) -> Package:
-    """What ``import`` finds: pip's copy shadows conda's."""
+    """What ``import`` finds: pip's copy shadows conda's (for ``torch``: pip's torch, else
+    conda's pytorch, never a metapackage)."""
     return group.get("pip") or group["conda"]
 
 
@@ -59,15 +61,19 @@ def shadowing(env: Environment, where: str = "") -> list[Finding]:
 
 
 def _compare(a: Package, b: Package, where: str) -> list[Finding]:
+    """Manager, else version or build, and channel: another channel of a package that
+    decides a DDP run (pytorch, nccl, cudatoolkit) is said beside its other version, since
+    the two channels build it against other libraries."""
     subject = a.name if a.manager == "conda" else b.name
     if a.manager != b.manager:
         return [_finding(Kind.MANAGER_DIFFERS, a, b, where, subject)]
-    if a.version != b.version:
-        return [_finding(Kind.VERSION_DIFFERS, a, b, where, subject)]
     out = []
-    if a.build and b.build and a.build != b.build:
+    if a.version != b.version:
+        out.append(_finding(Kind.VERSION_DIFFERS, a, b, where, subject))
+    elif a.build and b.build and a.build != b.build:
         out.append(_finding(Kind.BUILD_DIFFERS, a, b, where, subject))
-    if a.channel and b.channel and a.channel != b.channel:
+    moved = a.channel and b.channel and a.channel != b.channel
+    if moved and (a.version == b.version or critical.package(a.name)):
         out.append(_finding(Kind.CHANNEL_DIFFERS, a, b, where, subject))
     if not out and same_artifact(a, b) is False:
         out.append(_finding(Kind.ARTIFACT_DIFFERS, a, b, where, subject))

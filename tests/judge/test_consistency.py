@@ -360,3 +360,14 @@ def test_cpu_builds_carry_no_cuda_stack() -> None:
     mutex_cuda = Package("pytorch-mutex", "1.0", "cuda", "pytorch")
     (f,) = consistency.stacks_mixed(Environment("l", "lock", (cf_cuda, mutex_cuda)))
     assert f.kind is Kind.CUDA_STACKS_MIXED
+
+
+def test_two_torches_names_pytorch_not_its_metapackage() -> None:
+    """conda-forge's pytorch-gpu beside pytorch and a pip torch: the two torches are pytorch
+    and torch, in any order of the records (before: whichever came last of the two)."""
+    pytorch = Package("pytorch", "1.11.0", "cuda112py39ha0cca9b_1", "conda-forge")
+    gpu = Package("pytorch-gpu", "1.11.0", "cuda112py39h68407e5_1", "conda-forge")
+    pip = Package("torch", "1.12.1", manager="pip")
+    for order in ((pytorch, gpu, pip), (gpu, pytorch, pip)):
+        (f,) = consistency.two_torches(Environment("e", "export", order))
+        assert {p.name for p in f.packages} == {"pytorch", "torch"}

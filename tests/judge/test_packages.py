@@ -110,3 +110,66 @@ def test_unreadable_inputs(tmp_path: Path) -> None:
     bad.write_text("just: text\n")
     with pytest.raises(InputError, match="not a conda-lock file"):
         envread.load(str(bad))
+
+
+# --- issue 25 item 3: metapackages are not the package ---------------------------------
+# A conda-forge environment of 2022 (pytorch with its pytorch-gpu metapackage, both
+# cuda112 builds) against one from the pytorch channel (pytorch 1.12.1 for CUDA 11.3 and its
+# pytorch-mutex). Build strings have the shapes those channels published; hashes are
+# placeholders.
+CF_TORCH = Package("pytorch", "1.11.0", "cuda112py39ha0cca9b_1", CF)
+CF_GPU = Package("pytorch-gpu", "1.11.0", "cuda112py39h68407e5_1", CF)
+PT_TORCH = Package("pytorch", "1.12.1", "py3.9_cuda11.3_cudnn8.3.2_0", "pytorch")
+PT_MUTEX = Package("pytorch-mutex", "1.0", "cuda", "pytorch")
+
+
+def test_a_metapackage_is_a_key_of_its_own_and_torch_is_pytorch() -> None:
+    for order in ((CF_TORCH, CF_GPU), (CF_GPU, CF_TORCH)):
+        groups = drift.by_key((*order, Package("torch", "1.11.0", manager="pip")))
+        assert set(groups) == {"torch", "pytorch-gpu"}
+        assert groups["torch"]["conda"] == CF_TORCH and groups["pytorch-gpu"]["conda"] == CF_GPU
+        assert drift.effective(groups["torch"]).manager == "pip"
+        assert drift.effective({"conda": groups["torch"]["conda"]}) == CF_TORCH
+
+
+def test_a_pytorch_gpu_environment_diffs_by_its_real_torch_and_names_the_channel() -> None:
+    """The torch build that runs is compared (not the metapackage); its channel change is a
+    finding of its own beside the version; the metapackage is missing as itself."""
+    conda_forge = _env(CF_GPU, CF_TORCH, NCCL, source="A")
+    pytorch_channel = _env(PT_TORCH, PT_MUTEX, NCCL)
+    found = drift.diff(conda_forge, pytorch_channel)
+    assert kinds(found) == [
+        ("missing", "pytorch-gpu"),
+        ("extra", "pytorch-mutex"),
+        ("version-differs", "pytorch"),
+        ("channel-differs", "pytorch"),
+    ]
+    version, channel = found[2], found[3]
+    assert (version.reference, version.found) == (CF_TORCH, PT_TORCH)
+    assert [f.severity for f in found] == ["error", "warning", "error", "warning"]
+    assert "from conda-forge" in words(channel).expected and "pytorch" in words(channel).actual
+
+
+def test_a_channel_change_with_a_version_change_is_said_for_ddp_packages_only() -> None:
+    other_nccl = Package("nccl", "2.19.3.1", "h6103f9b_0", "https://example.org/mirror")
+    other_numpy = Package("numpy", "1.26.3", "py39h474f0d3_0", "defaults")
+    found = drift.diff(REF, _env(TORCH, other_nccl, other_numpy))
+    assert kinds(found) == [
+        ("version-differs", "nccl"),
+        ("channel-differs", "nccl"),
+        ("version-differs", "numpy"),  # a numpy from defaults: its version is enough
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "a", "b"),
+    [
+        ("cuda", "12.1.0", "12.4.1"),
+        ("cuda-toolkit", "12.1.0", "12.4.1"),
+        ("pytorch-cpu", "2.1.0", "2.3.1"),
+    ],
+)
+def test_cuda_and_torch_metapackages_are_compared_as_themselves(name: str, a: str, b: str) -> None:
+    one, other = Package(name, a, "0", "nvidia"), Package(name, b, "0", "nvidia")
+    (f,) = drift.diff(_env(one, source="A"), _env(other))
+    assert (f.kind, f.subject, f.severity) == ("version-differs", name, "error")
