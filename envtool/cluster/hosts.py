@@ -12,6 +12,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from envtool.cluster import hostlist
+from envtool.cluster.hostlist import planned_size, top_level
 from envtool.errors import InputError, shown
 from envtool.yamlio import read_text
 
@@ -21,7 +23,6 @@ _EXPR = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._,/\[\]-]*$")  # "/": a step, in br
 _GROUP = re.compile(r"^@(?:[A-Za-z0-9_][A-Za-z0-9._-]*:)?[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _MAX_NAME = 253
 _MAX_HOSTS = 100_000
-_MAX_DIGITS = 18  # a range bound: 10**18 is past any cluster (int() refuses 4,300 digits)
 _MAX_GROUPS = 8  # bracket groups in one pattern (r[1-2]n[1-4]); ClusterShell's nD folding is slow
 MAX_EXPR = 4 * 2**20  # one node-set expression: 100,000 fragmented names fit
 MAX_TEXT = 16 * 2**20  # a hosts list: 100,000 names of 253 characters fit
@@ -68,51 +69,6 @@ def check_name(name: str, origin: str) -> str:
     return name
 
 
-def _range_size(text: str) -> int:
-    """How many numbers ``01-16,20,30-40/2`` names (0 when it is not a range list); a
-    ValueError for a bound of more than _MAX_DIGITS digits."""
-    total = 0
-    for item in text.split(","):
-        span, _, step = item.partition("/")
-        low, _, high = span.partition("-")
-        if not low.isdigit() or (high and not high.isdigit()) or (step and not step.isdigit()):
-            return 0
-        if max(len(low), len(high), len(step)) > _MAX_DIGITS:
-            raise ValueError(f"a range bound of more than {_MAX_DIGITS} digits")
-        count = int(high) - int(low) + 1 if high else 1
-        total += max(0, -(-count // int(step)) if step and int(step) else count)
-    return total
-
-
-def planned_size(expr: str) -> int:
-    """How many names a node-set expression expands to, counted before anything is built
-    (``n[1-100000000]`` must not be expanded to learn that it is too large)."""
-    total = 0
-    for pattern in top_level(expr):
-        size = 1
-        for group in re.findall(r"\[([^\]]*)\]", pattern):
-            size *= _range_size(group) or 1
-        total += size
-    return total
-
-
-def top_level(expr: str) -> list[str]:
-    """``gpu[1,3],login1`` -> ``["gpu[1,3]", "login1"]``: split at commas outside brackets."""
-    if "[" not in expr:
-        return expr.split(",")
-    items, depth, start = [], 0, 0
-    for match in re.finditer(r"[\[\],]", expr):
-        ch = match.group()
-        if ch == ",":
-            if depth == 0:
-                items.append(expr[start : match.start()])
-                start = match.end()
-        else:
-            depth += 1 if ch == "[" else -1
-    items.append(expr[start:])
-    return items
-
-
 def _group(token: str, origin: str) -> str:
     """``@gpu`` (or ``@source:gpu``): the node set ClusterShell's configured group sources
     (groups.conf) give for it, as an expression, not yet expanded."""
@@ -145,10 +101,25 @@ def _brackets_only(expr: str, chars: str) -> bool:
 
 
 def _expand(expr: str, origin: str) -> list[str]:
-    """A node-set expression (``gpu[01-16],login1``, ``n[1-9/2]``, ``r[1-2]n[1-4]``)
-    through ClusterShell's NodeSet; its size counted before it is built."""
+    """A node-set expression (``gpu[01-16],login1``, ``dummy26[1-100]``, ``r[1-2]n[1-4]``)
+    read as Slurm's hostlist reads it (``hostlist``), in its order, each name once; its size
+    counted before it is built."""
     if "[" not in expr and "," not in expr:
         return [expr]
+    names: dict[str, None] = {}
+    for item in _bounded_items(expr, origin):
+        if item:  # "a,,b": Slurm skips the empty item
+            names.update(dict.fromkeys(_item_names(item, expr, origin)))
+    if len(names) > _MAX_HOSTS:
+        raise InputError(
+            f"{origin}: node set {shown(expr)} names {len(names)} hosts (max {_MAX_HOSTS})"
+        )
+    return list(names)
+
+
+def _bounded_items(expr: str, origin: str) -> list[str]:
+    """The items of ``expr`` once its length, characters, bracket groups and the number of
+    names it plans are within bounds."""
     if len(expr) > MAX_EXPR:
         raise InputError(f"{origin}: a node set longer than {MAX_EXPR} characters")
     if not _EXPR.match(expr) or not _brackets_only(expr, "/"):
@@ -166,17 +137,46 @@ def _expand(expr: str, origin: str) -> list[str]:
         raise InputError(
             f"{origin}: node set {shown(expr)} names {planned} hosts (max {_MAX_HOSTS})"
         )
+    return items
+
+
+def _item_names(item: str, expr: str, origin: str) -> list[str]:
+    """One item's names as Slurm reads it; a step range (ClusterShell's syntax, which Slurm
+    lacks) only where ClusterShell reads the same names."""
+    try:
+        pattern = hostlist.parse(item)
+    except ValueError as exc:
+        raise InputError(f"{origin}: bad node set {shown(expr)}: {exc}") from None
+    names = list(hostlist.expand(pattern))
+    if pattern.stepped:
+        _same_as_clustershell(item, expr, pattern, names, origin)
+    return names
+
+
+def _same_as_clustershell(
+    item: str, expr: str, pattern: hostlist.Pattern, names: list[str], origin: str
+) -> None:
+    """An InputError unless ClusterShell reads the stepped ``item`` as ``names``: where the
+    two readings differ neither is sure, so the item is refused by name."""
+    part = "" if item == expr else f": {shown(item, 60)}"
+    unsure = f"{origin}: node set {shown(expr)}{part} is read two ways"
+    fix = "list the numbers without a step (Slurm's syntax has none)"
+    if pattern.digit_beside_a_bracket:  # ClusterShell's count can be 10**k times Slurm's
+        raise InputError(
+            f"{unsure}: ClusterShell takes a digit beside a bracket into the number, "
+            f"Slurm into the name; {fix}"
+        )
     from ClusterShell.NodeSet import NodeSet, NodeSetException
 
-    try:  # item by item: NodeSet(expr) splits off one item at a time, copying the rest each time
-        nodes = NodeSet.fromlist(items)
+    try:
+        theirs = set(NodeSet(item))
     except (NodeSetException, ValueError) as exc:
-        raise InputError(f"{origin}: bad node set {shown(expr)}: {exc}") from None
-    if len(nodes) > _MAX_HOSTS:
+        why = shown(str(exc), 100)
+        raise InputError(f"{unsure}: ClusterShell refuses it: {why}; {fix}") from None
+    if theirs != set(names):
         raise InputError(
-            f"{origin}: node set {shown(expr)} names {len(nodes)} hosts (max {_MAX_HOSTS})"
+            f"{unsure}: {len(names)} hosts by Slurm's rule, {len(theirs)} by ClusterShell's; {fix}"
         )
-    return list(nodes)
 
 
 def _split_target(token: str, origin: str) -> tuple[str | None, str, int | None]:

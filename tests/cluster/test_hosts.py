@@ -193,3 +193,81 @@ def test_over_long_specs_and_huge_bounds_are_one_line_errors(spec: str, message:
         hosts.resolve(spec)
     text = str(caught.value)
     assert message in text and len(text) < 300 and "\n" not in text
+
+
+def test_a_name_ending_in_digits_before_a_bracket_keeps_them_as_its_prefix() -> None:
+    # Slurm's FAQ runs 100 slurmd as NodeName=dummy26[1-100]: dummy261 ... dummy26100
+    names = [h.name for h in hosts.resolve("dummy26[1-100]")]
+    assert len(names) == 100 and names[0] == "dummy261" and names[-1] == "dummy26100"
+    from ClusterShell.NodeSet import NodeSet
+
+    assert len(NodeSet("dummy26[1-100]")) == 25_840  # what envtool read before issue 25
+    assert [h.name for h in hosts.resolve("gpu1[8-12]")] == [
+        "gpu18", "gpu19", "gpu110", "gpu111", "gpu112"
+    ]  # fmt: skip
+    env = {"SLURM_JOB_NODELIST": "dawn001[8-15]"}  # squeue output in Slurm's multi_cluster doc
+    assert [h.name for h in hosts.resolve(None, env)][-2:] == ["dawn00114", "dawn00115"]
+
+
+def test_a_hosts_file_line_with_such_a_node_list(tmp_path: Path) -> None:
+    path = tmp_path / "hosts.txt"
+    path.write_text("login1\nalice@gpu1[8-12]:2222 slots=8\n")
+    found = hosts.resolve(str(path))
+    assert [h.target for h in found] == ["login1"] + [f"alice@gpu1{i}" for i in (8, 9, 10, 11, 12)]
+    assert {(h.port, h.slots, h.origin) for h in found[1:]} == {(2222, 8, f"{path}:2")}
+
+
+@pytest.mark.parametrize(
+    ("spec", "names"),
+    [
+        ("n[01-9]", [f"n0{i}" for i in range(1, 10)]),  # the low bound's width (was refused)
+        ("n[1-010]", [f"n{i}" for i in range(1, 11)]),
+        ("n[005,4,11-13]", ["n005", "n4", "n11", "n12", "n13"]),  # each range its own width
+        ("login1,gpu[01-02]", ["login1", "gpu01", "gpu02"]),  # in the order written
+        ("tux[2,1-2]", ["tux2", "tux1"]),  # each name once
+        ("a[1-2]b[1-2]c[1-2]", ["a1b1c1", "a1b1c2", "a2b1c1", "a2b1c2",
+                                "a1b2c1", "a1b2c2", "a2b2c1", "a2b2c2"]),  # Slurm's nesting
+        ("gpu1[8-9]-ib", ["gpu18-ib", "gpu19-ib"]),  # text after the bracket (Slurm 23.02.5)
+        ("a[1-2],,b", ["a1", "a2", "b"]),
+    ],
+)  # fmt: skip
+def test_widths_order_and_groups_as_slurm_reads_them(spec: str, names: list[str]) -> None:
+    assert [h.name for h in hosts.resolve(spec)] == names
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("gpu1[8-12/2]", "'gpu1[8-12/2]' is read two ways: ClusterShell takes a digit"),
+        ("login1,gpu1[1-9/2]", ": 'gpu1[1-9/2]' is read two ways"),  # the item named
+        ("n[01-9/2]", "read two ways: ClusterShell refuses it: 'bad range"),
+        ("n99999999[1-10/2]", "read two ways"),  # ClusterShell: 4.5 billion names
+    ],
+)
+def test_a_step_range_read_two_ways_is_refused_by_name(spec: str, message: str) -> None:
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(InputError) as caught:
+        hosts.resolve(spec)
+    text = str(caught.value)
+    assert message in text and "without a step" in text and "\n" not in text
+    assert len(text) < 300 and time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("dummy26[1-100000000]", "names 100000000 hosts (max 100000)"),
+        ("n[1-]", "'1-' is not a number or a range"),  # Slurm reads n1; a typo, surely
+        ("n[1a-3]", "'1a-3' is not a number or a range"),  # Slurm reads n01 n02 n03
+        ("n[3-1]", "the range '3-1' runs backwards"),
+        ("a[[1-2]", "brackets that do not pair up"),
+        ("n[1-5/0]", "a step of 0"),
+    ],
+)
+def test_what_slurm_would_misread_or_refuse_is_one_line(spec: str, message: str) -> None:
+    with pytest.raises(InputError) as caught:
+        hosts.resolve(spec)
+    text = str(caught.value)
+    assert message in text and text.startswith("--hosts:1: ") and "\n" not in text
