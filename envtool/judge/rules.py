@@ -51,7 +51,8 @@ RULES: dict[Kind, Rule] = {
     ),
     Kind.CHANNEL_DIFFERS: Rule(
         Check.LOCK, Severity.WARNING, None,
-        "the same package from another channel (a mirror, `defaults`)",
+        "the same package from another channel (a mirror, `defaults`); for a package that "
+        "decides a DDP run (pytorch, nccl, cudatoolkit, ...) also beside another version",
         "",
         "install from the lock's channel",
     ),
@@ -320,14 +321,15 @@ RULES: dict[Kind, Rule] = {
         Check.CONSISTENCY, Severity.ERROR, None,
         "conda-forge's pytorch/CUDA packages beside the pytorch channel's `pytorch-cuda` / "
         "`pytorch-mutex` / nvidia-channel `cuda-*` (needs channels: locks and prefixes carry "
-        "them, exports do not)",
+        "them, exports do not); CPU builds (`pytorch-mutex=*=cpu`, `cpu_*`) carry no CUDA stack",
         "",
         "install pytorch and CUDA from one channel",
     ),
     Kind.OTHER_PYTHON: Rule(
         Check.CONSISTENCY, Severity.ERROR, None,
         "conda packages whose build names another Python than the environment's (`py38` in a 3.9 "
-        "environment, `py3.8_cuda...`, `cp38`)",
+        "environment, `py3.8_cuda...`, `cp38`); an abi3 build (depending on `cpython >=3.10`, "
+        "`_python_abi3_support`) runs on every Python from its floor",
         "",
         "re-install them for the environment's Python (re-lock)",
     ),
