@@ -42,15 +42,15 @@ def _one(host: Host, options: FanoutOptions, bundle: bytes) -> Answer:
         outcome = Outcome.TIMED_OUT if out is not None else Outcome.CANNOT_START
         seconds = time.monotonic() - start
         return Answer(
-            host.target, None, out.stdout if out else "", out.stderr if out else "", seconds,
+            host.label, None, out.stdout if out else "", out.stderr if out else "", seconds,
             outcome, str(exc),
         )  # fmt: skip
     seconds = time.monotonic() - start
     if result.overflow:
         limit = dict(zip(("stdout", "stderr"), limits, strict=True))[result.overflow]
         why = f"printed more than {limit} bytes on {result.overflow}: stopped (--max-output)"
-        return Answer(host.target, None, "", "", seconds, Outcome.OVERSIZED, why)
-    return Answer(host.target, result.returncode, result.stdout, result.stderr, seconds)
+        return Answer(host.label, None, "", "", seconds, Outcome.OVERSIZED, why)
+    return Answer(host.label, result.returncode, result.stdout, result.stderr, seconds)
 
 
 DEFAULT_FANOUT = 64  # as clush

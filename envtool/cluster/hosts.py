@@ -43,6 +43,12 @@ class Host:
         """What ssh is given as destination: ``user@name`` or ``name``."""
         return f"{self.user}@{self.name}" if self.user else self.name
 
+    @property
+    def label(self) -> str:
+        """The node as reports name it: ``user@name:port`` where a port was given (two sshd on
+        one machine, each its own port, are two nodes)."""
+        return f"{self.target}:{self.port}" if self.port else self.target
+
 
 def _why_bad(name: str) -> str | None:
     if not name:
@@ -215,13 +221,16 @@ def parse_line(line: str, origin: str) -> list[Host]:
     if not text:
         return []
     words = text.split()
+    slots = _slots(words[1:], origin)
+    pieces = hostlist.top_level(words[0]) if ":" in words[0] else [words[0]]
+    if len(pieces) > 1:  # ``a:2201,b:2202``: each its own [user@]nodeset[:port]
+        return [h for piece in pieces for h in parse_line(f"{piece} slots={slots}", origin)]
     user, expr, port = _split_target(words[0], origin)
     if expr.startswith("@"):
         if not _GROUP.match(expr):
             raise InputError(f"{origin}: bad node group {expr!r}")
         expr = _group(expr, origin)
     names = _expand(check_expr(expr, origin), origin)
-    slots = _slots(words[1:], origin)
     return [Host(check_name(n, origin), user, port, slots, origin) for n in names]
 
 
@@ -242,11 +251,11 @@ def parse_text(text: str, source: str) -> list[Host]:
     for number, line in enumerate(text.splitlines(), start=1):
         origin = f"{source}:{number}"
         for host in parse_line(line, origin):
-            if host.target in seen:
+            if host.label in seen:
                 raise InputError(
-                    f"{origin}: host {host.target} already listed at {seen[host.target]}"
+                    f"{origin}: host {host.label} already listed at {seen[host.label]}"
                 )
-            seen[host.target] = origin
+            seen[host.label] = origin
             hosts.append(host)
     if not hosts:
         raise InputError(f"{source}: no hosts listed")
@@ -272,11 +281,21 @@ def resolve(spec: str | None, environ: dict[str, str] | None = None) -> list[Hos
     if _node_set_syntax(spec):  # parsed as one, never looked up: too long for a file name
         return parse_text(spec, "--hosts")
     path = Path(spec)
-    if _is_file(path):
+    if _is_file(path):  # a device is refused by read_text, a pipe read (bounded)
         return parse_text(read_text(path, "hosts file", MAX_TEXT), str(path))
-    if "/" in spec and not _brackets_only(spec, "/"):  # a path (a step is inside brackets)
-        raise InputError(f"{shown(spec)}: hosts file not found")
+    if ("/" in spec and not _brackets_only(spec, "/")) or _file_name(spec):
+        raise InputError(f"{shown(spec)}: no such hosts file")  # a path, or a file's name
     return parse_text(spec, "--hosts")
+
+
+# Endings of a file's name that no host name has (a top-level domain is never one of these):
+# ``--hosts hosts-typo.txt`` is a missing file, not a host called that.
+FILE_ENDINGS = (".txt", ".hosts", ".list", ".lst", ".cfg", ".conf", ".nodes", ".csv", ".yml",
+                ".yaml", ".json", ".ini")  # fmt: skip
+
+
+def _file_name(spec: str) -> bool:
+    return spec.lower().endswith(FILE_ENDINGS)
 
 
 def _node_set_syntax(spec: str) -> bool:
@@ -286,8 +305,9 @@ def _node_set_syntax(spec: str) -> bool:
 
 
 def _is_file(path: Path) -> bool:
-    """``path.is_file()``; False where the name cannot be one (too long, a loop)."""
+    """``path`` exists and is not a folder (a file, a pipe, a device: read_text decides);
+    False where the name cannot be one (too long, a loop)."""
     try:
-        return path.is_file()
+        return path.exists() and not path.is_dir()
     except (OSError, ValueError):  # ENAMETOOLONG, ELOOP; a NUL byte
         return False

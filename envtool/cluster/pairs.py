@@ -107,7 +107,7 @@ def _one(pair: tuple[Host, Host], number: int, slot: int, how: How) -> PairRun:
     start = time.monotonic()
     node = survey.node_args([a, b], "cluster", how.args, how.fan.timeout, how.endpoint(a, slot))
     # before --allreduce's own; the pair's first node hosts its rendezvous store
-    options = replace(how.fan, node_args=("--allreduce-only", *node), rdzv_host=a.name)
+    options = replace(how.fan, node_args=("--allreduce-only", *node), rdzv_host=a.label)
     reports = survey.survey([a, b], options)
     result, error, by = _result(reports)
     taken = [r for r in reports if r.allreduce is not None and r.allreduce.cause]
@@ -117,12 +117,12 @@ def _one(pair: tuple[Host, Host], number: int, slot: int, how: How) -> PairRun:
     else:
         cause = ""
     seconds = time.monotonic() - start
-    return PairRun(a.target, b.target, number, result, error, seconds, by, cause)
+    return PairRun(a.label, b.label, number, result, error, seconds, by, cause)
 
 
 def _round(pairs: list[tuple[Host, Host]], number: int, how: How) -> list[PairRun]:
     """The pairs of one round, at once."""
-    names = ", ".join(f"{a.name} <-> {b.name}" for a, b in pairs)
+    names = ", ".join(f"{a.label} <-> {b.label}" for a, b in pairs)
     how.on_round(f"pairs: round {number}: {names}")
     results: list[PairRun | None] = [None] * len(pairs)
 
@@ -157,7 +157,7 @@ def more(
 ) -> PairsRun:
     """``run`` with the rounds of ``plan`` (pairs of targets) after its own."""
     start = time.monotonic()
-    by_target = {h.target: h for h in hosts}
+    by_target = {h.label: h for h in hosts}
     done, number = list(run.pairs), run.rounds
     for matching in plan:
         number += 1
@@ -171,7 +171,7 @@ def confirm(
     """Each suspect pair measured again, alone (one round each): its figure replaces the
     one it had beside the other pairs of its round."""
     start = time.monotonic()
-    by_target = {h.target: h for h in hosts}
+    by_target = {h.label: h for h in hosts}
     pairs, rounds = list(run.pairs), run.rounds
     for a, b in suspects:
         rounds += 1

@@ -74,7 +74,7 @@ def with_role(host: Host, options: FanoutOptions) -> FanoutOptions:
     (envtool_node/rendezvous.py: that node checks the port free; no node guesses)."""
     if not options.rdzv_host:
         return options
-    role = "host" if host.name == options.rdzv_host else "member"
+    role = "host" if host.label == options.rdzv_host else "member"
     return replace(options, node_args=(*options.node_args, "--rdzv-role", role))
 
 

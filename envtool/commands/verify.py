@@ -127,7 +127,7 @@ def _pairs(
     )  # fmt: skip
     if args.allreduce == "bisect":  # one matching, then each suspect beside a good node
         run = pairs.measure(answered, how, pairs.rounds(len(answered))[:1])
-        targets = [h.target for h in answered]
+        targets = [h.label for h in answered]
         while run.rounds < len(answered) and (step := judge_pairs.next_round(run, policy, targets)):
             run = pairs.more(run, [step], answered, how)
     else:
@@ -157,7 +157,7 @@ def run(args: VerifyArgs) -> int:
     # with a lock, the environment is searched by its name and nothing else stands in for it
     name = env_name(args.lock_path) or ("ddp" if args.lock_path is not None else "")
     # across nodes the first host hosts the rendezvous store (told so; the others are not)
-    store = host_list[0].name if args.allreduce == "cluster" else ""
+    store = host_list[0].label if args.allreduce == "cluster" else ""
     fan = replace(args.fanout, node_args=node_args, env_name=name, rdzv_host=store)
     with console.Progress(len(host_list), quiet=args.fmt != "table") as progress:
         reports = survey.survey(host_list, fan, progress.done)

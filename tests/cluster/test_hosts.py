@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,7 +99,7 @@ def test_duplicates_and_empty(tmp_path: Path) -> None:
     path.write_text("# nothing\n")
     with pytest.raises(InputError, match="no hosts listed"):
         hosts.resolve(str(path))
-    with pytest.raises(InputError, match="hosts file not found"):
+    with pytest.raises(InputError, match="no such hosts file"):
         hosts.resolve(str(tmp_path / "nope" / "hosts.txt"))
 
 
@@ -130,7 +131,7 @@ def test_a_step_range_is_capped_before_it_is_expanded() -> None:
 
 
 def test_a_slash_outside_brackets_is_a_path_or_refused(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="hosts file not found"):
+    with pytest.raises(InputError, match="no such hosts file"):
         hosts.resolve(str(tmp_path / "no-such-hosts.txt"))
     with pytest.raises(InputError, match="contains '/'"):
         hosts.parse_text("n[1-3]/x\n", "hosts.txt")
@@ -185,7 +186,7 @@ def test_a_long_fragmented_node_set_is_parsed_before_any_file_lookup() -> None:
         ("n[" + "9" * 5000 + "]", "a range bound of more than 18 digits"),
         ("n[1]" * 9, "more than 8 bracket groups"),
         ("a" * 300, "bad host name 'aaa"),
-        ("gpu[" + ",".join(map(str, range(100))) + "]/x", "hosts file not found"),
+        ("gpu[" + ",".join(map(str, range(100))) + "]/x", "no such hosts file"),
     ],
 )
 def test_over_long_specs_and_huge_bounds_are_one_line_errors(spec: str, message: str) -> None:
@@ -271,3 +272,48 @@ def test_what_slurm_would_misread_or_refuse_is_one_line(spec: str, message: str)
         hosts.resolve(spec)
     text = str(caught.value)
     assert message in text and text.startswith("--hosts:1: ") and "\n" not in text
+
+
+@pytest.mark.parametrize("spec", ["hosts-typo.txt", "cluster.hosts", "nodes.list", "Hosts.TXT"])
+def test_a_missing_file_by_its_name_is_no_such_file_not_a_host(spec: str) -> None:
+    """``--hosts hosts-typo.txt`` was one host called that (unreachable, after the connect
+    timeout); a name that ends like a file's is a missing file, exit 2, at once."""
+    with pytest.raises(InputError, match=f"^'{re.escape(spec)}': no such hosts file$"):
+        hosts.resolve(spec)
+
+
+def test_a_host_name_with_dots_is_still_a_host() -> None:
+    assert [h.name for h in hosts.resolve("node1.cluster.local")] == ["node1.cluster.local"]
+
+
+def test_a_device_given_as_hosts_file_is_refused_as_a_device() -> None:
+    with pytest.raises(InputError, match=r"^/dev/zero: hosts file is a device, not a file$"):
+        hosts.resolve("/dev/zero")
+
+
+def test_one_host_on_two_ports_is_two_nodes_and_keeps_its_ports(tmp_path: Path) -> None:
+    """Two sshd on one machine, each its own port: two nodes, named with their ports in every
+    report (the port was dropped, and the second line refused as a duplicate)."""
+    listed = tmp_path / "hosts.txt"
+    listed.write_text("node1:2222\nbob@node1:2223\nnode1:2222 slots=2\n")
+    with pytest.raises(InputError, match=r"hosts.txt:3: host node1:2222 already listed at .*:1"):
+        hosts.resolve(str(listed))
+    listed.write_text("node1:2222\nbob@node1:2223\n")
+    found = hosts.resolve(str(listed))
+    assert [(h.target, h.port, h.label) for h in found] == [
+        ("node1", 2222, "node1:2222"),
+        ("bob@node1", 2223, "bob@node1:2223"),
+    ]
+
+
+def test_the_report_names_each_port(tmp_path: Path) -> None:
+    argv = [str(Path(sys.executable).parent / "envtool"), "verify", "--transport", "local",
+            "--hosts", "localhost:2201,localhost:2202", "--no-lock", "--format",
+            "json"]  # fmt: skip
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    import json
+
+    assert [h["host"] for h in json.loads(run.stdout)["hosts"]] == [
+        "localhost:2201",
+        "localhost:2202",
+    ]
