@@ -43,8 +43,8 @@ test: $(TEST_STAMP)
 	$(BIN)/python -m pytest
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check envtool envtool_node tests bench examples
-	$(BIN)/ruff format --check envtool envtool_node tests bench examples
+	$(BIN)/ruff check envtool probes tests bench examples
+	$(BIN)/ruff format --check envtool probes tests bench examples
 	$(BIN)/mypy
 
 bench: $(TEST_STAMP)

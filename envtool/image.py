@@ -56,7 +56,7 @@ class BuildResult:
 
 
 def source_root() -> Path:
-    """The folder holding Dockerfile, envtool/ and envtool_node/."""
+    """The folder holding Dockerfile, envtool/ and probes/envtool_node/."""
     root = Path(__file__).resolve().parent.parent
     if not (root / "Dockerfile").is_file():
         raise EnvtoolError(f"{root}: no Dockerfile beside the envtool package")
@@ -95,7 +95,7 @@ def default_tag(env_name: str, labels: dict[str, str]) -> str:
 
 def _source_digest(root: Path, python: str) -> str:
     digest = hashlib.sha256(python.encode())
-    sources = [*(root / "envtool").rglob("*.py"), *(root / "envtool_node").glob("*.py")]
+    sources = [*(root / "envtool").rglob("*.py"), *(root / "probes" / "envtool_node").glob("*.py")]
     pins = sorted((root / "requirements").glob("*.txt"))
     for path in sorted([root / "pyproject.toml", *pins, *sources]):
         digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())

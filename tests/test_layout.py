@@ -26,8 +26,9 @@ ONLY_IN = {  # a heavy dependency and the one module allowed to import it
 def _modules() -> dict[str, Path]:
     found = {}
     for package in PACKAGES:
-        for path in sorted((REPO / package).rglob("*.py")):
-            parts = path.relative_to(REPO).with_suffix("").parts
+        root = REPO / "probes" if package == "envtool_node" else REPO
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
             name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
             found[name] = path
     return found

@@ -188,9 +188,7 @@ def run_slurm(hosts: Sequence[Host], options: FanoutOptions, bundle: bytes) -> l
         if h.name in docs:
             return from_document(h.label, docs[h.name], seconds)
         if h.name in envs:  # the node script's own exit: no environment, and what it searched
-            return host_report(
-                Answer(h.label, schemas.EXIT_ENV_MISSING, "", envs[h.name], seconds)
-            )
+            return host_report(Answer(h.label, schemas.EXIT_ENV_MISSING, "", envs[h.name], seconds))
         return host_report(Answer(h.label, None, "", "", seconds, Outcome.NO_ANSWER, missing))
 
     return [report(h) for h in hosts]

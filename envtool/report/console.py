@@ -81,7 +81,9 @@ def _grid(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> 
 
     grid = Table(title=Text(visible(title)), title_justify="left", show_lines=False)
     for i, column in enumerate(columns):
-        grid.add_column(column, overflow="fold", no_wrap=i < 3)
+        # the first column names each row: as wide as its longest name (at most 30), never cut
+        widest = max([len(column), *(len(visible(r[0])) for r in rows if r)]) if i == 0 else 0
+        grid.add_column(column, overflow="fold", no_wrap=i < 3, min_width=min(30, widest) or None)
     for row in rows:
         grid.add_row(*(Text(visible(cell)) for cell in row))
     return grid

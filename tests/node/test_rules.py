@@ -15,7 +15,7 @@ from conftest import REPO, require
 
 from envtool.protocol.documents import read_node
 
-NODE = REPO / "envtool_node"
+NODE = REPO / "probes" / "envtool_node"
 PY39 = Path.home() / ".pyenv" / "versions" / "3.9.18" / "bin" / "python"
 
 
@@ -41,7 +41,7 @@ def _python39() -> str:
     return found
 
 
-def _run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, cwd: Path = NODE.parent) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [_python39(), "-B", *args], cwd=cwd, capture_output=True, text=True, timeout=120
     )
