@@ -5,14 +5,34 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from envtool.judge.findings import Check, Kind
-from envtool.judge.rules import check_of
-from envtool.protocol.verify_report import VerifyDocument
+from envtool.judge.kinds import EVERYTHING
+from envtool.judge.rules import RULES, check_of
+from envtool.protocol.verify_report import HostEntry, VerifyDocument
+
+
+def _not_run(doc: VerifyDocument, host: HostEntry, check: Check) -> str:
+    """Why ``check`` did not run on ``host`` ("": it ran): a cause that stops every other
+    check there (no environment, unreachable), no lock, no all-reduce."""
+    for f in doc.findings:
+        kind = Kind(f.kind)
+        if (
+            host.host in f.hosts
+            and RULES[kind].explains == EVERYTHING
+            and check_of(kind) is not check
+        ):
+            return f"not checked: {f.kind} on this host"
+    if check is Check.LOCK and doc.lockfile is None:
+        return "not checked: no lock (--no-lock)"
+    if check is Check.ALLREDUCE and host.allreduce is None:
+        return "not checked: no all-reduce ran on this host"
+    return ""
 
 
 def render(doc: VerifyDocument) -> str:
     """``<testsuites>`` with one ``<testcase classname=HOST name=CHECK>`` per host and check."""
     suite = ET.Element("testsuite", name="envtool verify", time=f"{doc.seconds:.3f}")
     failures = 0
+    skipped = 0
     for host in doc.hosts:
         for check in Check:
             case = ET.SubElement(
@@ -21,6 +41,11 @@ def render(doc: VerifyDocument) -> str:
             mine = [
                 f for f in doc.findings if host.host in f.hosts and check_of(Kind(f.kind)) is check
             ]
+            why = _not_run(doc, host, check)
+            if why and not mine:  # never a pass for a check that did not run
+                skipped += 1
+                ET.SubElement(case, "skipped", message=why)
+                continue
             for f in (f for f in mine if f.severity == "error"):
                 failures += 1
                 failure = ET.SubElement(
@@ -40,6 +65,7 @@ def render(doc: VerifyDocument) -> str:
     suite.set("tests", str(len(doc.hosts) * len(Check)))
     suite.set("failures", str(failures))
     suite.set("errors", "0")
+    suite.set("skipped", str(skipped))
     root = ET.Element("testsuites")
     root.append(suite)
     ET.indent(root)

@@ -43,6 +43,27 @@ def test_junit_counts_one_failure_per_host_and_check() -> None:
     assert failing == {("gpu01", "lock"), ("gpu02", "lock"), ("gpu03", "reachable")}
 
 
+def test_a_check_that_did_not_run_is_skipped_never_passed() -> None:
+    """gpu03 is unreachable: its lock, gpu, runtime... checks did not run (skipped, with why);
+    no all-reduce ran anywhere: each host's allreduce check is skipped too."""
+    xml = ET.fromstring(junit.render(report.document(_verdict())))
+    cases = {(c.get("classname"), c.get("name")): c for c in xml.iter("testcase")}
+    for check in Check:
+        case = cases[("gpu03", check.value)]
+        if check is Check.REACHABLE:
+            assert case.find("failure") is not None
+        else:
+            skipped = case.find("skipped")
+            assert skipped is not None and skipped.get("message") == (
+                "not checked: unreachable on this host"
+            ), check
+    gpu01 = cases[("gpu01", "allreduce")].find("skipped")
+    assert (
+        gpu01 is not None and gpu01.get("message") == "not checked: no all-reduce ran on this host"
+    )
+    assert cases[("gpu01", "runtime")].find("skipped") is None  # it ran, and passed
+
+
 def test_findings_are_worded_where_the_report_is_made() -> None:
     doc = report.document(_verdict())
     by_kind = {f.kind: f for f in doc.findings}
