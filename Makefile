@@ -39,8 +39,11 @@ verify: $(STAMP)
 doctor: $(STAMP)
 	$(BIN)/envtool doctor $(DOCTOR_ARGS)
 
+# Two workers, each test file whole on one (its sshd, Slurm or dockerd fixtures started once):
+# the suite waits on daemons and networks more than on the CPU. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check envtool probes tests bench examples

@@ -221,16 +221,17 @@ def parse_line(line: str, origin: str) -> list[Host]:
     if not text:
         return []
     words = text.split()
-    slots = _slots(words[1:], origin)
     pieces = hostlist.top_level(words[0]) if ":" in words[0] else [words[0]]
     if len(pieces) > 1:  # ``a:2201,b:2202``: each its own [user@]nodeset[:port]
-        return [h for piece in pieces for h in parse_line(f"{piece} slots={slots}", origin)]
+        rest = " ".join(words[1:])
+        return [h for piece in pieces for h in parse_line(f"{piece} {rest}", origin)]
     user, expr, port = _split_target(words[0], origin)
     if expr.startswith("@"):
         if not _GROUP.match(expr):
             raise InputError(f"{origin}: bad node group {expr!r}")
         expr = _group(expr, origin)
     names = _expand(check_expr(expr, origin), origin)
+    slots = _slots(words[1:], origin)
     return [Host(check_name(n, origin), user, port, slots, origin) for n in names]
 
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, replace
 from envtool.cluster import survey
 from envtool.cluster.hosts import Host
 from envtool.cluster.options import FanoutOptions
+from envtool.judge import pairs as judge
+from envtool.judge.gpu import GpuPolicy
 from envtool.protocol.schemas import CAUSE_PORT_TAKEN
 from envtool.protocol.types import AllReduceResult, HostReport, PairRun, PairsRun
 
@@ -178,3 +180,18 @@ def confirm(
         again = _one((by_target[a], by_target[b]), rounds, 0, how)
         pairs = [again if (p.a, p.b) == (a, b) else p for p in pairs]
     return PairsRun(tuple(pairs), rounds, run.seconds + time.monotonic() - start)
+
+
+def run(mode: str, answered: Sequence[Host], how: How, policy: GpuPolicy) -> PairsRun:
+    """``pairs``: every pair, round by round; ``bisect``: one matching, then each suspect
+    beside a good node (judge/pairs.next_round) until the slow node is named. A pair that was
+    slow beside the others of its round is measured once more, alone."""
+    if mode == "bisect":
+        done = measure(answered, how, rounds(len(answered))[:1])
+        labels = [h.label for h in answered]
+        while done.rounds < len(answered) and (step := judge.next_round(done, policy, labels)):
+            done = more(done, [step], answered, how)
+    else:
+        done = measure(answered, how)
+    suspects = judge.suspect_links(done, policy)
+    return confirm(done, suspects, answered, how) if suspects else done

@@ -13,17 +13,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envtool import environments, yamlio
-from envtool.cluster import hosts, survey
+from envtool.cluster import hosts, pairs, survey
 from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import check_ssh_options
 from envtool.errors import InputError
 from envtool.judge import gpu, verdict
-from envtool.judge import pairs as judge_pairs
-from envtool.judge.findings import exit_code, explain, fold
+from envtool.judge.findings import exit_code
 from envtool.lock import lockfile
 from envtool.lock.prefixes import env_name
 from envtool.models import Environment
-from envtool.protocol.types import HostReport, PairsRun
 from envtool.report import console
 from envtool.report import verify as report
 
@@ -111,69 +109,67 @@ def _rdzv_port(endpoint: str) -> int:
     return int(port) if port else survey.DEFAULT_RDZV_PORT
 
 
-def _pairs(
-    host_list: list[hosts.Host],
-    reports: list[HostReport],
-    fan: FanoutOptions,
-    args: VerifyArgs,
-    policy: gpu.GpuPolicy,
-) -> PairsRun:
-    from envtool.cluster import pairs
+@dataclass(frozen=True)
+class Plan:
+    """One verify run, built once from its arguments before any node is contacted (bad input
+    stops here): the hosts, the lock read once, the policy, the fan-out options every host
+    gets (node arguments, the lock's env name, the host of the rendezvous store) and, for
+    ``pairs``/``bisect``, how each pair is launched."""
 
-    answered = [h for h, r in zip(host_list, reports, strict=True) if r.ok]
-    how = pairs.How(
-        fan, tuple(allreduce_args(args.allreduce_args)), _rdzv_port(args.rdzv_endpoint),
-        args.rdzv_endpoint.rpartition(":")[0], console.step,
-    )  # fmt: skip
-    if args.allreduce == "bisect":  # one matching, then each suspect beside a good node
-        run = pairs.measure(answered, how, pairs.rounds(len(answered))[:1])
-        targets = [h.label for h in answered]
-        while run.rounds < len(answered) and (step := judge_pairs.next_round(run, policy, targets)):
-            run = pairs.more(run, [step], answered, how)
-    else:
-        run = pairs.measure(answered, how)
-    suspects_links = judge_pairs.suspect_links(run, policy)  # measured again alone
-    return pairs.confirm(run, suspects_links, answered, how) if suspects_links else run
+    hosts: tuple[hosts.Host, ...]
+    lock: Environment | None
+    policy: verdict.Policy
+    fan: FanoutOptions
+    how: pairs.How | None  # --allreduce pairs/bisect
 
 
-def run(args: VerifyArgs) -> int:
-    """1 when any finding is an error (drift, an unreachable host, a failed all-reduce)."""
-    start = time.monotonic()
+def plan(args: VerifyArgs) -> Plan:
+    """The run's plan; InputError for anything wrong in what was asked."""
     if args.allreduce not in verdict.ALLREDUCE_MODES:
         raise InputError(
             f"--allreduce {args.allreduce!r}: use {', '.join(verdict.ALLREDUCE_MODES)}"
         )
-    host_list = hosts.resolve(args.hosts_spec)
+    host_list = tuple(hosts.resolve(args.hosts_spec))
     mine = allreduce_args(args.allreduce_args) if args.allreduce != "off" else []
-    if args.allreduce in verdict.PAIRWISE:
-        _rdzv_port(args.rdzv_endpoint)  # bad input stops here, before any process starts
+    port = _rdzv_port(args.rdzv_endpoint)
     check_ssh_options(args.fanout)
     lock = _lock(args)
     baseline = baseline_busbw(args.baseline) if args.baseline is not None else None
-    node_args = survey.node_args(
-        host_list, args.allreduce, mine, args.fanout.timeout,
-        args.rdzv_endpoint,
-    )  # fmt: skip
-    # with a lock, the environment is searched by its name and nothing else stands in for it
-    name = env_name(args.lock_path) or ("ddp" if args.lock_path is not None else "")
-    # across nodes the first host hosts the rendezvous store (told so; the others are not)
-    store = host_list[0].label if args.allreduce == "cluster" else ""
-    fan = replace(args.fanout, node_args=node_args, env_name=name, rdzv_host=store)
-    with console.Progress(len(host_list), quiet=args.fmt != "table") as progress:
-        reports = survey.survey(host_list, fan, progress.done)
     policy = verdict.Policy(
         gpu.GpuPolicy(args.min_gpus, gpu.locked_cuda(lock), args.min_busbw, baseline,
                       args.tolerance),
         args.allreduce,
     )  # fmt: skip
-    findings = verdict.decide(reports, lock, policy)
+    node_args = survey.node_args(
+        host_list, args.allreduce, mine, args.fanout.timeout, args.rdzv_endpoint
+    )
+    # with a lock, the environment is searched by its name and nothing else stands in for it
+    name = env_name(args.lock_path) or ("ddp" if args.lock_path is not None else "")
+    # across nodes the first host hosts the rendezvous store (told so; the others are not)
+    store = host_list[0].label if args.allreduce == "cluster" else ""
+    fan = replace(args.fanout, node_args=node_args, env_name=name, rdzv_host=store)
+    how = None
+    if args.allreduce in verdict.PAIRWISE:  # each pair is told its own (cluster/pairs.py)
+        bare = replace(args.fanout, env_name=name)
+        how = pairs.How(bare, tuple(mine), port, args.rdzv_endpoint.rpartition(":")[0],
+                        console.step)  # fmt: skip
+    return Plan(host_list, lock, policy, fan, how)
+
+
+def run(args: VerifyArgs) -> int:
+    """1 when any finding is an error (drift, an unreachable host, a failed all-reduce)."""
+    start = time.monotonic()
+    p = plan(args)
+    with console.Progress(len(p.hosts), quiet=args.fmt != "table") as progress:
+        reports = survey.survey(p.hosts, p.fan, progress.done)
     run = None
-    if args.allreduce in verdict.PAIRWISE:  # the nodes that answered, pair by pair
-        run = _pairs(host_list, reports, fan, args, policy.gpu)
-        findings = explain(fold([*findings, *judge_pairs.decide(run, policy.gpu)]))
+    if p.how is not None:  # the nodes that answered, pair by pair
+        answered = [h for h, r in zip(p.hosts, reports, strict=True) if r.ok]
+        run = pairs.run(args.allreduce, answered, p.how, p.policy.gpu)
+    findings = verdict.decide(reports, p.lock, p.policy, run)
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
-        run, verdict.unused(policy),
+        run, verdict.unused(p.policy),
     )  # fmt: skip
     report.show(result, args.fmt, args.output, args.show_all, args.wide)
     if args.junit is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from envtool.judge import consensus, consistency, critical, gpu, packages, runtime
+from envtool.judge import consensus, consistency, critical, gpu, packages, pairs, runtime
 from envtool.judge.findings import Check, Finding, Kind, explain, fold
 from envtool.judge.rules import check_of, severity
 from envtool.models import Environment
@@ -226,8 +226,14 @@ def _inconsistencies(envs: dict[str, Environment], found: list[Finding]) -> list
     return out
 
 
-def decide(reports: list[HostReport], lock: Environment | None, policy: Policy) -> list[Finding]:
-    """Every finding over the hosts' reports, folded by host (pure)."""
+def decide(
+    reports: list[HostReport],
+    lock: Environment | None,
+    policy: Policy,
+    pairs_run: PairsRun | None = None,
+) -> list[Finding]:
+    """Every finding over the hosts' reports (and the pairs' all-reduces), folded by host,
+    one cause one finding (pure)."""
     found: list[Finding] = []
     for r in reports:
         found += _reachability(r)
@@ -244,4 +250,5 @@ def decide(reports: list[HostReport], lock: Environment | None, policy: Policy) 
         found += runtime.check(r, lock)
     found += gpu.check(reports, policy.gpu, machines)
     found += _no_cluster_result(reports, policy.allreduce)
-    return explain(fold(_one_cause(found)))
+    paired = pairs.decide(pairs_run, policy.gpu) if pairs_run is not None else []
+    return explain(fold([*_one_cause(found), *paired]))

@@ -5,6 +5,7 @@ no torch, busy port, failing DDP run)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import socket
@@ -298,16 +299,23 @@ def test_ddp_that_cannot_finish_fails_and_json_report(lab: Lab) -> None:
     assert steps["packages"]["status"] == "pass"
 
 
+TAG = f"doctor-{os.getpid()}"  # in the processes this file starts, not another run's
+
+
 def _ddp_processes() -> list[str]:
-    ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in ps.splitlines() if "envtool_node.ddp_smoke" in line]
+    from fixtures.sshnodes import processes_with_env
+
+    mine = processes_with_env("ENVTOOL_TEST_TAG", {TAG}).values()
+    return [line for line in mine if "envtool_node.ddp_smoke" in line]
 
 
 def test_ctrl_c_during_the_ddp_step_leaves_no_rank_behind(lab: Lab) -> None:
     require(_torch_available(), "torch is not installed (pip install torch==2.13.0)")
     envtool = str(Path(sys.executable).parent / "envtool")
     argv = [envtool, "doctor", "--prefix", str(lab.good), "--min-gpus", "0", *_ports()]
-    run = subprocess.Popen(argv, cwd=lab.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env = {**os.environ, "ENVTOOL_TEST_TAG": TAG}
+    run = subprocess.Popen(argv, cwd=lab.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=env)  # fmt: skip
     end = time.monotonic() + 120
     ranks = ddp_plan(2)[1]
     while sum("--worker" in p for p in _ddp_processes()) < ranks and time.monotonic() < end:

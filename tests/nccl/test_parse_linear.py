@@ -50,11 +50,11 @@ def test_a_log_of_thousands_of_runs_is_read_in_linear_time() -> None:
     text = _run("all_gather_perf") * runs + _run("all_reduce_perf")
     start = time.monotonic()
     run = parse.parse(text)
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 20  # 0.4 s alone; a quadratic reader takes minutes
     assert run.program == "all_reduce_perf" and len(run.skipped) == runs
     assert run.lines == (7 * runs + 1, 7 * runs + 7)
     names = "# Collective test starting: all_reduce_perf\n" * 50_000  # 50,000 empty runs
     start = time.monotonic()
     with pytest.raises(InputError, match=r"^names\.txt:2: a second all_reduce run \(the first"):
         parse.parse(names, "names.txt")
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 20  # 0.4 s alone; a quadratic reader takes minutes

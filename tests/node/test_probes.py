@@ -35,7 +35,7 @@ def _probe(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**without_collected(dict(os.environ)), **(env or {})},
+        env={**without_collected(dict(os.environ)), "ENVTOOL_TEST_TAG": TAG, **(env or {})},
         check=False,
     )
 
@@ -251,8 +251,15 @@ def _ps() -> list[str]:
     return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.splitlines()
 
 
+TAG = f"probes-{os.getpid()}"  # in every process these tests start: theirs, not another run's
+
+
 def _workers() -> list[str]:
-    return [line for line in _ps() if "envtool_node.allreduce --worker" in line]
+    """This test run's all-reduce ranks (tests in other processes run ranks of their own)."""
+    from fixtures.sshnodes import processes_with_env
+
+    mine = processes_with_env("ENVTOOL_TEST_TAG", {TAG}).values()
+    return [line for line in mine if "envtool_node.allreduce --worker" in line]
 
 
 def test_allreduce_failure_names_the_ranks_exception(tmp_path: Path) -> None:
