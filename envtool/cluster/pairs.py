@@ -177,6 +177,7 @@ def confirm(
     pairs, rounds = list(run.pairs), run.rounds
     for a, b in suspects:
         rounds += 1
+        how.on_round(f"pairs: round {rounds}: {a} <-> {b} (again, alone)")
         again = _one((by_target[a], by_target[b]), rounds, 0, how)
         pairs = [again if (p.a, p.b) == (a, b) else p for p in pairs]
     return PairsRun(tuple(pairs), rounds, run.seconds + time.monotonic() - start)

@@ -16,7 +16,7 @@ from fixtures import faulty, sshnodes
 
 from envtool.cli import main
 
-TIMEOUT, CONNECT = 8, 2
+TIMEOUT, CONNECT = 15, 2  # a healthy node's torch import must fit, also beside another test
 DEADLINE = (
     TIMEOUT + CONNECT + 5
 )  # cluster/fanout.py: per-host deadline = timeout + connect + 5 s grace
@@ -32,12 +32,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[faulty.FaultyLab]:
         lab.cluster.stop()
 
 
-def _tmp_dirs() -> set[str]:
-    return set(glob.glob(os.path.join(os.environ.get("TMPDIR", "/tmp"), "envtool.*")))
+def _tmp_dirs(lab: faulty.FaultyLab) -> set[str]:
+    """The run folders in the nodes' TMPDIR (their own: other tests' runs are elsewhere)."""
+    return set(glob.glob(os.path.join(lab.node_tmp, "envtool.*")))
 
 
 def test_every_fault_is_named_and_bounded(lab: faulty.FaultyLab, tmp_path: Path) -> None:
-    before = _tmp_dirs()
+    before = _tmp_dirs(lab)
     start = time.monotonic()
     code, out, err = run_main(
         main,
@@ -70,7 +71,7 @@ def test_every_fault_is_named_and_bounded(lab: faulty.FaultyLab, tmp_path: Path)
             hosts[name]["ok"]
             and hosts[name]["packages"] == lab.packages
             and not hosts[name]["problems"]
-        )
+        ), hosts[name]
     errors = [f for f in doc["findings"] if f["severity"] == "error"]
     for host, fault in lab.faults.items():
         mine = [f for f in errors if host in f["hosts"]]
@@ -78,4 +79,4 @@ def test_every_fault_is_named_and_bounded(lab: faulty.FaultyLab, tmp_path: Path)
         assert all(f["hosts"] == [host] for f in mine), f"{fault} folded with another host"
     assert not any(h in lab.healthy for f in errors for h in f["hosts"])
     time.sleep(0.5)
-    assert _tmp_dirs() <= before  # no bundle directory left on any node
+    assert _tmp_dirs(lab) <= before  # no bundle directory left on any node
