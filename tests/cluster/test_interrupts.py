@@ -27,13 +27,16 @@ def _interrupt_when(
     timeout: float = 60,
     before: Callable[[], None] = lambda: None,
 ) -> tuple[int, str]:
-    """Start envtool, wait until a process whose command line holds ``marker`` runs, call
-    ``before``, SIGINT."""
-    run = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    """Start envtool, wait until a process of its own whose command line holds ``marker``
+    runs, call ``before``, SIGINT. Its own: found by an environment tag its children inherit,
+    so another test's process with the same marker (a concurrent pip) cannot trigger it."""
+    tag = f"interrupts-{os.getpid()}-{time.monotonic_ns()}"
+    env = {**os.environ, "ENVTOOL_TEST_TAG": tag}
+    run = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     end = time.monotonic() + timeout
     while time.monotonic() < end and run.poll() is None:
-        ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
-        if marker in ps:
+        mine = sshnodes.processes_with_env("ENVTOOL_TEST_TAG", {tag}).values()
+        if any(marker in line for line in mine):
             break
         time.sleep(0.02)
     assert run.poll() is None, f"envtool ended before {marker!r} ran"
