@@ -131,7 +131,8 @@ def read_text(path: Path, what: str, limit: int = MAX_TEXT) -> str:
     ``-`` is standard input, wherever a file is read (``./-`` is a file of that name)."""
     try:
         if str(path) == STDIN:
-            data = sys.stdin.buffer.read(limit + 1)
+            stream = getattr(sys.stdin, "buffer", None)  # a text stdin (embedding, tests) too
+            data = stream.read(limit + 1) if stream else sys.stdin.read(limit + 1).encode()
             path = Path("<stdin>")
         else:
             with path.open("rb") as fh:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from envtool.cluster import hostlist
 from envtool.cluster.hostlist import planned_size, top_level
 from envtool.errors import InputError, shown
-from envtool.yamlio import read_text
+from envtool.yamlio import STDIN, read_text
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 _USER = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]*$")
@@ -274,11 +273,8 @@ def resolve(spec: str | None, environ: dict[str, str] | None = None) -> list[Hos
                 "allocation, which sets SLURM_JOB_NODELIST)"
             )
         return parse_text(nodelist, "SLURM_JOB_NODELIST")
-    if spec == "-":
-        text = sys.stdin.read(MAX_TEXT + 1)
-        if len(text) > MAX_TEXT:
-            raise InputError(f"<stdin>: the hosts list is larger than {MAX_TEXT} characters")
-        return parse_text(text, "<stdin>")
+    if spec == STDIN:  # read as every file is (yamlio.read_text: bounded, UTF-8 checked)
+        return parse_text(read_text(Path(STDIN), "hosts list", MAX_TEXT), "<stdin>")
     if _node_set_syntax(spec):  # parsed as one, never looked up: too long for a file name
         return parse_text(spec, "--hosts")
     path = Path(spec)
