@@ -35,6 +35,8 @@ class Check(str, Enum):
     ALLREDUCE = "allreduce"
     RUNTIME = "runtime"
     CONSISTENCY = "consistency"
+    NETWORK = "network"  # interfaces, InfiniBand, the rendezvous from every node (issue 28)
+    LIMITS = "limits"  # /dev/shm, ulimits, clocks, kernel and glibc (issue 28)
 
 
 class Kind(str, Enum):
@@ -80,6 +82,42 @@ class Kind(str, Enum):
     TWO_NCCLS = "two-nccls"
     CUDA_STACKS_MIXED = "cuda-stacks-mixed"
     OTHER_PYTHON = "built-for-another-python"
+    # the cards under the environment (judge/gpu_health.py, rows in rules_gpu.py)
+    GPU_BUSY = "gpu-busy"
+    GPU_ARCH_UNSUPPORTED = "gpu-arch-unsupported"
+    GPU_ECC = "gpu-ecc-uncorrectable"
+    GPU_ROW_REMAP = "gpu-row-remap"
+    GPU_RETIRED_PAGES = "gpu-retired-pages-pending"
+    GPU_XID = "gpu-xid"
+    GPU_FABRIC = "gpu-fabric-not-ready"
+    GPU_NVLINK_DOWN = "gpu-nvlink-down"
+    GPU_PCIE_DEGRADED = "gpu-pcie-degraded"
+    GPU_MIG = "gpu-mig-enabled"
+    GPU_COMPUTE_MODE = "gpu-compute-mode"
+    GPU_PERSISTENCE_OFF = "gpu-persistence-off"
+    GPU_SLOWDOWN = "gpu-clocks-slowdown"
+    GPU_MODEL_DIFFERS = "gpu-model-differs"
+    GPU_MEMORY_DIFFERS = "gpu-memory-differs"
+    GPU_CAPABILITY_DIFFERS = "gpu-capability-differs"
+    GPU_POLICY_UNMET = "gpu-policy-unmet"
+    # the network and the limits under the environment (judge/network.py, judge/limits.py,
+    # rows in rules_network.py)
+    IFNAME_UNMATCHED = "socket-ifname-unmatched"
+    MTU_DIFFERS = "mtu-differs"
+    LINK_SPEED_DIFFERS = "link-speed-differs"
+    IB_PORT_DOWN = "ib-port-down"
+    IB_RATE_DIFFERS = "ib-rate-differs"
+    IB_HCA_MISSING = "ib-hca-missing"
+    PEERMEM_MISSING = "peermem-missing"
+    RDZV_UNRESOLVABLE = "rendezvous-unresolvable"
+    RDZV_LOOPBACK = "rendezvous-loopback"
+    RDZV_ADDRESS_DIFFERS = "rendezvous-address-differs"
+    RDZV_UNREACHABLE = "rendezvous-unreachable"
+    SHM_SMALL = "shm-small"
+    MEMLOCK_LOW = "memlock-low"
+    NOFILE_LOW = "nofile-low"
+    CLOCK_SKEW = "clock-skew"
+    SYSTEM_DIFFERS = "system-differs"
 
 
 EVERYTHING = frozenset(Kind)  # "explains": every other finding on its hosts

@@ -10,6 +10,8 @@ findings.explain applies the table's ``explains`` column: one cause, one finding
 from __future__ import annotations
 
 from envtool.judge.kinds import EVERYTHING, Check, Kind, Rule, Severity
+from envtool.judge.rules_gpu import GPU_RULES
+from envtool.judge.rules_network import NETWORK_RULES
 from envtool.judge.rules_packages import CONSISTENCY_RULES, LOCK_RULES
 
 __all__ = ["EVERYTHING", "RULES", "Rule", "check_of", "severity"]
@@ -219,6 +221,8 @@ RULES: dict[Kind, Rule] = {
         "`unset LD_PRELOAD`, or drop the other copy's folder from `LD_LIBRARY_PATH`",
     ),
     **CONSISTENCY_RULES,  # one environment on its own: rules_packages.py
+    **GPU_RULES,  # the cards: rules_gpu.py
+    **NETWORK_RULES,  # the network and the limits: rules_network.py
 }
 # fmt: on
 
