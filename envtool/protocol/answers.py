@@ -55,7 +55,7 @@ def from_document(host: str, doc: NodeDocument, seconds: float) -> HostReport:
     """The report of a host whose document was read."""
     return HostReport(
         host, None, doc.env, doc.facts, doc.allreduce, seconds, doc.problems, doc.node,
-        doc.prefix,
+        doc.prefix, doc.gpus,
     )  # fmt: skip
 
 

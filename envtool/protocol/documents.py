@@ -15,7 +15,7 @@ from typing import Any
 from envtool.errors import ProblemFound
 from envtool.models import Environment, Package
 from envtool.nccl.model import NcclDevice, NcclResult, NcclRow
-from envtool.protocol import schemas
+from envtool.protocol import gpu_fields, gpu_types, schemas
 from envtool.protocol.fields import (
     MAX_INT,
     Malformed,
@@ -81,6 +81,7 @@ def _device(item: Any) -> Device:
         string(doc, "capability") or "",
         memory if sane and isinstance(memory, int) else 0,
         string(doc, "uuid") or "",
+        doc["bf16"] if isinstance(doc.get("bf16"), bool) else None,
     )
 
 
@@ -155,6 +156,7 @@ def read_facts(value: Any) -> NodeFacts:
         runtime=read_runtime(doc.get("runtime")),
         machine_id=identifier(doc, "machine_id"),
         boot_id=identifier(doc, "boot_id"),
+        arch_list=gpu_fields.read_arch_list(doc.get("arch_list")),
     )
 
 
@@ -305,6 +307,7 @@ class NodeDocument:
     facts: NodeFacts | None
     allreduce: AllReduceResult | None
     problems: tuple[Problem, ...]
+    gpus: gpu_types.GpuLayer | None = None
 
 
 _PART_KINDS = {
@@ -336,14 +339,11 @@ def read_node(text: str, source: str) -> NodeDocument:
     env = _part(doc, "export", lambda d: read_export(d, source), problems)
     facts = _part(doc, "facts", read_facts, problems)
     allreduce = _part(doc, "allreduce", read_allreduce, problems)
-    if env is None and facts is None and allreduce is None and not problems:
+    gpus = _part(doc, "gpus", gpu_fields.read_gpus, problems)
+    if env is None and facts is None and allreduce is None and gpus is None and not problems:
         problems.append(Problem("answer", ProblemKind.EMPTY, "neither an export nor GPU facts"))
     node = doc.get("node")
     return NodeDocument(
-        node[:253] if isinstance(node, str) else "",
-        str(doc.get("prefix") or "")[:500],
-        env,
-        facts,
-        allreduce,
-        tuple(problems),
-    )
+        node[:253] if isinstance(node, str) else "", str(doc.get("prefix") or "")[:500],
+        env, facts, allreduce, tuple(problems), gpus,
+    )  # fmt: skip

@@ -7,6 +7,7 @@ from enum import Enum
 
 from envtool.models import Environment
 from envtool.nccl.model import NcclDevice, NcclRow, large_floor, peak_busbw
+from envtool.protocol.gpu_types import GpuLayer
 
 
 @dataclass(frozen=True)
@@ -18,6 +19,7 @@ class Device:
     capability: str = ""
     total_memory: int = 0
     uuid: str = ""
+    bf16: bool | None = None  # torch.cuda.is_bf16_supported() for it; None: not asked
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class NodeFacts:
     runtime: Runtime | None = None  # None: a probe from before the runtime part
     machine_id: str = ""  # /etc/machine-id (32 hex digits), "" when the node sent none
     boot_id: str = ""  # the kernel's id of this boot; with hostname: which machine it is
+    arch_list: tuple[str, ...] = ()  # torch.cuda.get_arch_list(): sm_XY, compute_XY (PTX)
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,7 @@ class HostReport:
     problems: tuple[Problem, ...] = ()
     node: str = ""  # the name the node gave itself
     prefix: str = ""  # the environment the node probed (its own words)
+    gpus: GpuLayer | None = None  # the cards read without torch; None: the node sent none
 
     @property
     def ok(self) -> bool:

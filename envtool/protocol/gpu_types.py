@@ -1,0 +1,93 @@
+"""The cards under the environment as the node read them without torch (envtool.gpus/1):
+frozen dataclasses, read once by protocol/gpu_fields.py. A value the node could not read is
+None, and the device's ``unread`` says why; nothing is guessed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NvLink:
+    """One NVLink of a GPU and whether it is up."""
+
+    link: int
+    up: bool
+
+
+@dataclass(frozen=True)
+class GpuDevice:
+    """One GPU as NVML or nvidia-smi report it."""
+
+    index: int
+    name: str
+    uuid: str = ""
+    pci_bus_id: str = ""
+    memory_total_mib: int | None = None
+    memory_used_mib: int | None = None
+    capability: str = ""
+    ecc_mode: bool | None = None
+    ecc_uncorrected_volatile: int | None = None
+    ecc_uncorrected_aggregate: int | None = None
+    retired_pages_pending: bool | None = None
+    remapped_rows_pending: bool | None = None
+    remapped_rows_failure: bool | None = None
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    persistence_mode: bool | None = None
+    mig_mode: bool | None = None
+    compute_mode: str | None = None
+    clock_events: tuple[str, ...] | None = None  # the active reasons only
+    nvlinks: tuple[NvLink, ...] | None = None
+    fabric_state: str | None = None
+    fabric_status: str | None = None
+    unread: tuple[tuple[str, str], ...] = ()  # field → why it could not be read
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A process holding a GPU's memory before this run's ranks started (not this run's)."""
+
+    gpu_uuid: str
+    pid: int
+    name: str
+    user: str | None = None  # None: the pid is not visible (another PID namespace)
+    used_mib: int | None = None
+
+
+@dataclass(frozen=True)
+class XidEvent:
+    """One Xid line of the kernel log since boot."""
+
+    xid: int
+    pci: str
+    text: str
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class XidLog:
+    """The kernel log's Xid events, or why it could not be read."""
+
+    read: bool = False
+    why: str | None = None
+    events: tuple[XidEvent, ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuLayer:
+    """Every GPU of a node, the processes holding them, and the Xid events since boot."""
+
+    source: str  # nvml | nvidia-smi | none
+    driver: str | None = None
+    why: str | None = None  # source none: why nothing could be read
+    seconds: float = 0.0
+    devices: tuple[GpuDevice, ...] = ()
+    processes: tuple[GpuProcess, ...] = ()
+    xid: XidLog = XidLog()
+
+    def held(self, device: GpuDevice) -> tuple[GpuProcess, ...]:
+        """The processes holding ``device``."""
+        return tuple(p for p in self.processes if p.gpu_uuid and p.gpu_uuid == device.uuid)
