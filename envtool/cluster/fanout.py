@@ -30,7 +30,7 @@ def _outcome(answer: Answer) -> str:
 
 
 def _one(host: Host, options: FanoutOptions, bundle: bytes) -> Answer:
-    start = time.monotonic()
+    start, started = time.monotonic(), time.time()  # the wall clock bounds the node's clock
     deadline = options.timeout + options.connect_timeout + 5.0
     limits = (options.max_output, options.max_stderr)
     try:
@@ -43,14 +43,16 @@ def _one(host: Host, options: FanoutOptions, bundle: bytes) -> Answer:
         seconds = time.monotonic() - start
         return Answer(
             host.label, None, out.stdout if out else "", out.stderr if out else "", seconds,
-            outcome, str(exc),
+            outcome, str(exc), started,
         )  # fmt: skip
     seconds = time.monotonic() - start
     if result.overflow:
         limit = dict(zip(("stdout", "stderr"), limits, strict=True))[result.overflow]
         why = f"printed more than {limit} bytes on {result.overflow}: stopped (--max-output)"
-        return Answer(host.label, None, "", "", seconds, Outcome.OVERSIZED, why)
-    return Answer(host.label, result.returncode, result.stdout, result.stderr, seconds)
+        return Answer(host.label, None, "", "", seconds, Outcome.OVERSIZED, why, started)
+    return Answer(
+        host.label, result.returncode, result.stdout, result.stderr, seconds, started=started
+    )
 
 
 DEFAULT_FANOUT = 64  # as clush

@@ -162,7 +162,7 @@ def _last_words(stderr: str) -> list[str]:
 
 def run_slurm(hosts: Sequence[Host], options: FanoutOptions, bundle: bytes) -> list[HostReport]:
     """Every host's report from one srun step; a node without an answer is a failure."""
-    start = time.monotonic()
+    start, started = time.monotonic(), time.time()  # the step's span bounds each node's clock
     deadline = options.timeout + options.connect_timeout + 30.0
     n = len(hosts)
     limits = (options.max_output * n, options.max_stderr * n)
@@ -186,7 +186,7 @@ def run_slurm(hosts: Sequence[Host], options: FanoutOptions, bundle: bytes) -> l
 
     def report(h: Host) -> HostReport:
         if h.name in docs:
-            return from_document(h.label, docs[h.name], seconds)
+            return from_document(h.label, docs[h.name], seconds, started)
         if h.name in envs:  # the node script's own exit: no environment, and what it searched
             return host_report(Answer(h.label, schemas.EXIT_ENV_MISSING, "", envs[h.name], seconds))
         return host_report(Answer(h.label, None, "", "", seconds, Outcome.NO_ANSWER, missing))

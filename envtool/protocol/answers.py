@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from envtool.protocol import schemas
 from envtool.protocol.documents import NodeDocument, Unreadable, read_node
+from envtool.protocol.limit_types import clock_offset
 from envtool.protocol.types import Answer, Failure, HostReport, Outcome, Problem, ProblemKind
 
 _BY_EXIT = {
@@ -51,11 +52,13 @@ def failure(answer: Answer) -> Failure | None:
     return Failure(outcome, detail, code, prefix)
 
 
-def from_document(host: str, doc: NodeDocument, seconds: float) -> HostReport:
-    """The report of a host whose document was read."""
+def from_document(host: str, doc: NodeDocument, seconds: float, started: float = 0.0) -> HostReport:
+    """The report of a host whose document was read; ``started``: when its transport started
+    (time.time()), which bounds the node's clock offset (limit_types.clock_offset)."""
+    offset = clock_offset(doc.clock, started, seconds) if doc.clock is not None else None
     return HostReport(
         host, None, doc.env, doc.facts, doc.allreduce, seconds, doc.problems, doc.node,
-        doc.prefix, doc.gpus,
+        doc.prefix, doc.gpus, limits=doc.limits, clock_offset=offset,
     )  # fmt: skip
 
 
@@ -69,4 +72,4 @@ def host_report(answer: Answer) -> HostReport:
     except Unreadable as exc:  # it answered, but with garbage: a finding, not a crash
         problem = Problem("answer", ProblemKind.UNREADABLE, exc.detail)
         return HostReport(answer.host, seconds=answer.seconds, problems=(problem,))
-    return from_document(answer.host, doc, answer.seconds)
+    return from_document(answer.host, doc, answer.seconds, answer.started)

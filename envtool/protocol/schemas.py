@@ -10,6 +10,7 @@ FACTS = _node.FACTS
 ALLREDUCE = _node.ALLREDUCE
 EXPORT = _node.EXPORT
 DDP_SMOKE = _node.DDP_SMOKE
+LIMITS = _node.LIMITS  # a part of the node document
 NETWORK = _node.NETWORK
 # What envtool prints.
 PROBE = "envtool.probe/1"  # envtool probe --format json

@@ -8,6 +8,7 @@ from enum import Enum
 from envtool.models import Environment
 from envtool.nccl.model import NcclDevice, NcclRow, large_floor, peak_busbw
 from envtool.protocol.gpu_types import GpuLayer
+from envtool.protocol.limit_types import Limits
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ class Answer:
     seconds: float = 0.0
     outcome: Outcome | None = None  # known to the transport when there is no exit code
     detail: str = ""  # the transport's own words for such an outcome
+    started: float = 0.0  # time.time() when the transport started (0: unknown)
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,8 @@ class HostReport:
     node: str = ""  # the name the node gave itself
     prefix: str = ""  # the environment the node probed (its own words)
     gpus: GpuLayer | None = None  # the cards read without torch; None: the node sent none
+    limits: Limits | None = None  # /dev/shm, ulimits, kernel, glibc; None: the node sent none
+    clock_offset: tuple[float, float] | None = None  # (node clock - ours, ± bound) in seconds
 
     @property
     def ok(self) -> bool:

@@ -16,8 +16,9 @@ import shutil
 import socket
 import sys
 import tempfile
+import time
 
-from . import allreduce, facts, schema
+from . import allreduce, facts, limits, schema
 from . import launch as ranks
 from .launch import Terminated
 from .rendezvous import PortTaken
@@ -126,6 +127,8 @@ def collect(
         if "facts" in parts:
             ranked = _facts_of_rank(facts_path) if from_rank else None
             _guarded(doc, "facts", lambda: ranked or facts.collect(use_torch=use_torch))
+        if parts:  # the limits under the environment; none with --allreduce-only
+            _guarded(doc, "limits", limits.collect)
     finally:
         if started is not None:
             ranks.stop(started[1])
@@ -135,6 +138,7 @@ def collect(
 
 def main(argv: list[str] | None = None) -> int:
     """Parse the few options by hand (argparse would swallow the all-reduce's own flags)."""
+    started = time.monotonic()  # the clock entry's elapsed: the controller bounds its offset
     args = list(sys.argv[1:] if argv is None else argv)
     prefix, use_torch, allreduce_args = sys.prefix, True, None
     parts: tuple[str, ...] = ("export", "facts")
@@ -158,5 +162,6 @@ def main(argv: list[str] | None = None) -> int:
     except Terminated:  # SIGTERM during the all-reduce: its ranks already stopped
         sys.stderr.write("envtool_node: terminated\n")
         return 143
+    doc["clock"] = {"time": time.time(), "elapsed": time.monotonic() - started}
     print(json.dumps(doc, sort_keys=True))
     return 0
