@@ -1,6 +1,7 @@
 """Everything envtool asks of one node, as one JSON document: export + GPU facts (+ all-reduce).
 
-    python -m envtool_node --prefix ENV_PREFIX [--no-torch] [--no-export] [--allreduce-only]
+    python -m envtool_node --prefix ENV_PREFIX [--no-torch] [--no-export] [--no-gpus]
+                           [--allreduce-only]
                            [--allreduce ARGS...]
 
 Run by ``envtool verify`` from a private temporary copy of this package on the node. Each
@@ -18,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from . import allreduce, facts, limits, schema
+from . import allreduce, facts, gpus, limits, schema
 from . import launch as ranks
 from .launch import Terminated
 from .rendezvous import PortTaken
@@ -101,7 +102,7 @@ def collect(
     prefix: str,
     use_torch: bool,
     allreduce_args: list[str] | None,
-    parts: tuple[str, ...] = ("export", "facts"),
+    parts: tuple[str, ...] = ("export", "facts", "gpus"),
 ) -> dict[str, Any]:
     """The node document; every part guarded (``--allreduce pairs`` asks for no part but the
     all-reduce once the rest is known; ``envtool probe`` for no export).
@@ -117,6 +118,8 @@ def collect(
     facts_path = os.path.join(folder, "facts.json")  # the rank writes it whole, or not at all
     from_rank = use_torch and "facts" in parts
     try:
+        if "gpus" in parts:  # before any rank starts: this run's own never hold a GPU
+            _guarded(doc, "gpus", gpus.collect)
         if allreduce_args is not None:
             started = _start(allreduce_args, facts_path if from_rank else "", doc)
         if "export" in parts:
@@ -141,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()  # the clock entry's elapsed: the controller bounds its offset
     args = list(sys.argv[1:] if argv is None else argv)
     prefix, use_torch, allreduce_args = sys.prefix, True, None
-    parts: tuple[str, ...] = ("export", "facts")
+    parts: tuple[str, ...] = ("export", "facts", "gpus")
     while args:
         arg = args.pop(0)
         if arg == "--prefix" and args:
@@ -150,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
             use_torch = False
         elif arg == "--allreduce-only":
             parts = ()
+        elif arg == "--no-gpus":
+            parts = tuple(p for p in parts if p != "gpus")
         elif arg == "--no-export":
             parts = tuple(p for p in parts if p != "export")
         elif arg == "--allreduce":
