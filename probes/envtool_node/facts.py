@@ -125,6 +125,30 @@ def _nccl_version(torch: Any) -> str | None:
     return runtime.nccl_version(int(version))  # older torch: 2708 or 21803 style integers
 
 
+def _bf16(torch: Any, index: int) -> bool | None:
+    """Whether device ``index`` computes in bf16 natively. is_bf16_supported() asks the
+    current device, so it is asked under ``torch.cuda.device(index)``; without emulation
+    (torch >= 2.3 counts a V100's emulated bf16 as support by default), else as older torch
+    asks; None when torch cannot say."""
+    try:
+        with torch.cuda.device(index):
+            try:
+                return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+            except TypeError:  # torch before 2.3 has no emulation to leave out
+                return bool(torch.cuda.is_bf16_supported())
+    except Exception:
+        return None
+
+
+def arch_list(torch: Any) -> list[str]:
+    """The architectures torch's kernels were built for (``sm_90``, ``compute_90`` for PTX);
+    [] for a CPU build or where CUDA is not available."""
+    try:
+        return [str(a)[:20] for a in torch.cuda.get_arch_list()][:64]
+    except Exception:
+        return []
+
+
 def _device(torch: Any, index: int) -> dict[str, Any]:
     props = torch.cuda.get_device_properties(index)
     uuid = getattr(props, "uuid", None)
@@ -134,6 +158,7 @@ def _device(torch: Any, index: int) -> dict[str, Any]:
         "capability": "%d.%d" % (props.major, props.minor),
         "total_memory": int(props.total_memory),
         "uuid": str(uuid) if uuid is not None else None,
+        "bf16": _bf16(torch, index),
     }
 
 
@@ -147,6 +172,7 @@ def torch_facts(notes: list[str]) -> dict[str, Any]:
         "devices": [],
         "cudnn": None,
         "nccl": None,
+        "arch_list": [],
     }
     try:
         import torch
@@ -156,6 +182,7 @@ def torch_facts(notes: list[str]) -> dict[str, Any]:
     facts["torch"] = str(torch.__version__)
     facts["cuda"] = torch.version.cuda
     facts["nccl"] = _nccl_version(torch)
+    facts["arch_list"] = arch_list(torch)
     try:
         facts["cudnn"] = (
             str(torch.backends.cudnn.version()) if torch.backends.cudnn.is_available() else None
