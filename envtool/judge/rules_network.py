@@ -4,9 +4,69 @@ explains away."""
 
 from __future__ import annotations
 
-from envtool.judge.kinds import Kind, Rule
+from envtool.judge.kinds import Check, Kind, Rule, Severity
 
 # fmt: off
 NETWORK_RULES: dict[Kind, Rule] = {
+    # interfaces and InfiniBand (judge/network.py)
+    Kind.IFNAME_UNMATCHED: Rule(
+        Check.NETWORK, Severity.ERROR, None,
+        "`NCCL_SOCKET_IFNAME` selects no interface of the node that is up with an address "
+        "(read with NCCL's syntax: prefixes, `=` whole names, `^` to exclude), or "
+        "`GLOO_SOCKET_IFNAME` (whole names) names one it lacks: NCCL fails with \"no socket "
+        "interface found\", gloo cannot create its device. A variable wrong the same way "
+        "everywhere is one finding listing its nodes; it explains that node's "
+        "`allreduce-failed` and its `nccl-env-differs` about that variable",
+        "",
+        "set it to the interface that carries the nodes' traffic (`ip -br addr`), or unset it",
+        frozenset({Kind.ALLREDUCE_FAILED}),
+    ),
+    Kind.MTU_DIFFERS: Rule(
+        Check.NETWORK, Severity.WARNING, None,
+        "the MTU of the interface NCCL (else gloo) selects differs from the other nodes': "
+        "jumbo frames on some nodes only stall or fragment large messages",
+        "make the MTU of {subject} the same on every node (ip link set DEV mtu N)",
+        "set one MTU on every node and switch port (`ip link set DEV mtu N`)",
+    ),
+    Kind.LINK_SPEED_DIFFERS: Rule(
+        Check.NETWORK, Severity.WARNING, None,
+        "the link speed of the interface NCCL (else gloo) selects differs from the other "
+        "nodes' (`/sys/class/net/DEV/speed`; virtual links that report none are left out): "
+        "a port that negotiated down sets the pace of every collective",
+        "check {subject} on that node: cable, switch port, autonegotiation (ethtool DEV)",
+        "check the cable, switch port and autonegotiation (`ethtool DEV`)",
+    ),
+    Kind.IB_PORT_DOWN: Rule(
+        Check.NETWORK, Severity.ERROR, None,
+        "an InfiniBand/RoCE port NCCL would use (all, or those `NCCL_IB_HCA` selects) is not "
+        "`ACTIVE` / `LinkUp` (`/sys/class/infiniband/DEV/ports/N/state`, `phys_state`)",
+        "bring port {subject} up (cable, switch port, subnet manager: ibstat), or leave it "
+        "out of NCCL_IB_HCA",
+        "check the cable, switch port and subnet manager (`ibstat`); or exclude the port in "
+        "`NCCL_IB_HCA`",
+    ),
+    Kind.IB_RATE_DIFFERS: Rule(
+        Check.NETWORK, Severity.WARNING, None,
+        "an InfiniBand/RoCE port's rate differs from the same port's on the other nodes (a "
+        "link trained at a lower speed or width)",
+        "check port {subject} on that node: cable, switch port (ibstat, ibportstate)",
+        "check the cable and switch port (`ibstat`); reseat or replace the cable",
+    ),
+    Kind.IB_HCA_MISSING: Rule(
+        Check.NETWORK, Severity.ERROR, None,
+        "`NCCL_IB_HCA` (read with NCCL's syntax: `mlx5_0:1,mlx5_1`, `=` whole names, `^` to "
+        "exclude) names a device or port the node does not have: NCCL uses fewer rails than "
+        "meant, or falls back to sockets",
+        "set NCCL_IB_HCA to devices the node has (ls /sys/class/infiniband), or unset it",
+        "name the devices the node has (`ls /sys/class/infiniband`), or unset it",
+    ),
+    Kind.PEERMEM_MISSING: Rule(
+        Check.NETWORK, Severity.WARNING, None,
+        "a node with InfiniBand and GPUs has no GPUDirect RDMA module loaded (`nvidia_peermem`, "
+        "or the older `nv_peer_mem`): NCCL copies through host memory, at a fraction of the "
+        "bandwidth",
+        "modprobe nvidia_peermem (and load it at boot)",
+        "`modprobe nvidia_peermem`, and add it to `/etc/modules-load.d/`",
+    ),
 }
 # fmt: on

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from envtool.judge import consensus, consistency, critical, gpu, packages, pairs, runtime
+from envtool.judge import consensus, consistency, critical, gpu, network, packages, pairs, runtime
 from envtool.judge.findings import Check, Finding, Kind, explain, fold
 from envtool.judge.rules import check_of, severity
 from envtool.models import Environment
@@ -250,5 +250,6 @@ def decide(
         found += runtime.check(r, lock)
     found += gpu.check(reports, policy.gpu, machines)
     found += _no_cluster_result(reports, policy.allreduce)
+    found = network.one_cause(found + network.check(reports, machines))
     paired = pairs.decide(pairs_run, policy.gpu) if pairs_run is not None else []
     return explain(fold([*_one_cause(found), *paired]))

@@ -58,7 +58,7 @@ def from_document(host: str, doc: NodeDocument, seconds: float, started: float =
     offset = clock_offset(doc.clock, started, seconds) if doc.clock is not None else None
     return HostReport(
         host, None, doc.env, doc.facts, doc.allreduce, seconds, doc.problems, doc.node,
-        doc.prefix, doc.gpus, limits=doc.limits, clock_offset=offset,
+        doc.prefix, doc.gpus, network=doc.network, limits=doc.limits, clock_offset=offset,
     )  # fmt: skip
 
 

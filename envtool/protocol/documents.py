@@ -15,7 +15,7 @@ from typing import Any
 from envtool.errors import ProblemFound
 from envtool.models import Environment, Package
 from envtool.nccl.model import NcclDevice, NcclResult, NcclRow
-from envtool.protocol import gpu_fields, gpu_types, limit_fields, limit_types, schemas
+from envtool.protocol import gpu_fields, gpu_types, limit_fields, limit_types, net_fields, schemas
 from envtool.protocol.fields import (
     MAX_INT,
     Malformed,
@@ -27,6 +27,7 @@ from envtool.protocol.fields import (
     number,
     string,
 )
+from envtool.protocol.net_types import Network
 from envtool.protocol.types import (
     AllReduceResult,
     DdpSmoke,
@@ -308,6 +309,7 @@ class NodeDocument:
     allreduce: AllReduceResult | None
     problems: tuple[Problem, ...]
     gpus: gpu_types.GpuLayer | None = None
+    network: Network | None = None
     limits: limit_types.Limits | None = None
     clock: limit_types.ClockReading | None = None  # the node's clock when it printed
 
@@ -342,11 +344,12 @@ def read_node(text: str, source: str) -> NodeDocument:
     facts = _part(doc, "facts", read_facts, problems)
     allreduce = _part(doc, "allreduce", read_allreduce, problems)
     gpus = _part(doc, "gpus", gpu_fields.read_gpus, problems)
+    network = _part(doc, "network", net_fields.read_network, problems)
     limits, clock = (_part(doc, key, read, problems) for key, read in limit_fields.PARTS)
     if env is None and facts is None and allreduce is None and gpus is None and not problems:
         problems.append(Problem("answer", ProblemKind.EMPTY, "neither an export nor GPU facts"))
     node = doc.get("node")
     return NodeDocument(
         node[:253] if isinstance(node, str) else "", str(doc.get("prefix") or "")[:500],
-        env, facts, allreduce, tuple(problems), gpus, limits=limits, clock=clock,
+        env, facts, allreduce, tuple(problems), gpus, network=network, limits=limits, clock=clock,
     )  # fmt: skip

@@ -9,6 +9,7 @@ from envtool.models import Environment
 from envtool.nccl.model import NcclDevice, NcclRow, large_floor, peak_busbw
 from envtool.protocol.gpu_types import GpuLayer
 from envtool.protocol.limit_types import Limits
+from envtool.protocol.net_types import Network
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,7 @@ class HostReport:
     node: str = ""  # the name the node gave itself
     prefix: str = ""  # the environment the node probed (its own words)
     gpus: GpuLayer | None = None  # the cards read without torch; None: the node sent none
+    network: Network | None = None  # interfaces and IB ports; None: the node sent none
     limits: Limits | None = None  # /dev/shm, ulimits, kernel, glibc; None: the node sent none
     clock_offset: tuple[float, float] | None = None  # (node clock - ours, ± bound) in seconds
 

@@ -12,6 +12,7 @@ from envtool.judge.findings import Check, Finding, Kind
 from envtool.judge.rules import RULES, check_of
 from envtool.models import Package
 from envtool.protocol.types import Failure, Outcome, Problem, ProblemKind
+from envtool.report.net_labels import net_words
 
 _FAILURE = {
     Outcome.SSH_FAILED: "ssh failed",
@@ -178,6 +179,8 @@ def _runtime_words(f: Finding) -> Words:
 def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Words:
     """The expected/actual columns and the fix line of ``f``; ``nodeset`` folds host lists."""
     fix = RULES[f.kind].fix.format(subject=f.subject)
+    if (net := net_words(f)) is not None:
+        return Words(*net)
     if check_of(f.kind) is Check.RUNTIME:
         return _runtime_words(f)
     if check_of(f.kind) is Check.CONSISTENCY:

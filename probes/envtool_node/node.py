@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from . import allreduce, facts, gpus, limits, schema
+from . import allreduce, facts, gpus, limits, network, schema
 from . import launch as ranks
 from .launch import Terminated
 from .rendezvous import PortTaken
@@ -132,6 +132,7 @@ def collect(
             _guarded(doc, "facts", lambda: ranked or facts.collect(use_torch=use_torch))
         if parts:  # the limits under the environment; none with --allreduce-only
             _guarded(doc, "limits", limits.collect)
+            _guarded(doc, "network", lambda: network.collect(os.environ))
     finally:
         if started is not None:
             ranks.stop(started[1])

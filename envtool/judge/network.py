@@ -1,0 +1,152 @@
+"""Pure checks of the network under the environment: the interface variables against the
+interfaces each node has, the selected interface's MTU and speed across nodes, InfiniBand
+ports, rates, NCCL_IB_HCA and GPUDirect RDMA's module. Findings, no I/O, no text.
+
+One cause, one finding: an interface variable that selects nothing explains that node's
+failed all-reduce (rules_network.py) and its ``nccl-env-differs`` about that variable
+(``one_cause``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from envtool.judge.consensus import Machines, differences, without_hosts
+from envtool.judge.findings import Finding, Kind
+from envtool.judge.rules import severity
+from envtool.protocol.net_types import IbPort, Infiniband, Interface, Network
+from envtool.protocol.types import HostReport
+from envtool_node.infiniband import parse_list
+
+NOTHING = "no interface up with an address"
+
+
+def _has(net: Network) -> str:
+    """The interfaces a variable could select on this node, as a finding shows them."""
+    return ", ".join(net.usable) or NOTHING
+
+
+def _unmatched(host: str, net: Network) -> list[Finding]:
+    """An interface variable that selects nothing (or, gloo's, names one the node lacks)."""
+    out = []
+    for sel in (net.nccl, net.gloo):
+        if sel is None or sel.how != "variable":
+            continue
+        if sel.selected and not sel.unmatched:
+            continue
+        kind = Kind.IFNAME_UNMATCHED
+        wanted = ", ".join(sel.unmatched) if sel.selected else sel.value or ""
+        out.append(Finding(kind, severity(kind), sel.variable, f"{sel.variable}={wanted}",
+                           _has(net), (host,)))  # fmt: skip
+    return out
+
+
+def _chosen(net: Network) -> Interface | None:
+    """The interface NCCL (else gloo) sends through on this node; None for loopback only."""
+    for sel in (net.nccl, net.gloo):
+        for name in sel.selected if sel is not None else ():
+            found = net.interface(name)
+            if found is not None and not found.loopback:
+                return found
+    return None
+
+
+def _link_checks(nets: Mapping[str, Network], machines: Machines) -> list[Finding]:
+    """The selected interface's MTU and speed, compared across nodes."""
+    chosen = {h: i for h, n in nets.items() if (i := _chosen(n)) is not None}
+    names = {i.name for i in chosen.values()}
+    where = names.pop() if len(names) == 1 else "the selected interface"
+    out: list[Finding] = []
+    checks: tuple[tuple[Kind, str, Callable[[Interface], int | None], str], ...] = (
+        (Kind.MTU_DIFFERS, f"MTU of {where}", lambda i: i.mtu, ""),
+        (Kind.LINK_SPEED_DIFFERS, f"speed of {where}", lambda i: i.speed_mbps, " Mb/s"),
+    )
+    for kind, subject, get, unit in checks:
+        values = {h: f"{v}{unit}" for h, i in chosen.items() if (v := get(i)) is not None}
+        out += differences(values, kind, severity(kind), subject, machines=machines)
+    return out
+
+
+def _used(ib: Infiniband) -> list[IbPort]:
+    """The ports NCCL would use: all, or those NCCL_IB_HCA selects (NCCL's syntax)."""
+    if not ib.hca_variable:
+        return list(ib.ports)
+    exclude, exact, entries = parse_list(ib.hca_variable)
+
+    def hit(port: IbPort) -> bool:
+        for entry in entries:
+            name, _, number = entry.partition(":")
+            same = port.device == name if exact else port.device.startswith(name)
+            if same and (not number.isdigit() or int(number) == port.port):
+                return True
+        return False
+
+    return [p for p in ib.ports if hit(p) != exclude]
+
+
+def _ib_checks(host: str, ib: Infiniband, gpus: bool) -> list[Finding]:
+    out = []
+    for port in _used(ib):
+        if not port.up:
+            kind, actual = Kind.IB_PORT_DOWN, f"{port.state or '?'} / {port.phys_state or '?'}"
+            out.append(Finding(kind, severity(kind), port.name, "ACTIVE / LinkUp", actual,
+                               (host,)))  # fmt: skip
+    if ib.hca_missing:
+        devices = ", ".join(sorted({p.device for p in ib.ports})) or "no IB device"
+        kind = Kind.IB_HCA_MISSING
+        out.append(Finding(kind, severity(kind), "NCCL_IB_HCA", f"NCCL_IB_HCA={ib.hca_variable}",
+                           f"no {', '.join(ib.hca_missing)} (has {devices})", (host,)))  # fmt: skip
+    if ib.present and gpus and ib.peermem is False:
+        kind = Kind.PEERMEM_MISSING
+        out.append(Finding(kind, severity(kind), "nvidia_peermem", "loaded", "not loaded",
+                           (host,)))  # fmt: skip
+    return out
+
+
+def _rate_checks(nets: Mapping[str, Network], machines: Machines) -> list[Finding]:
+    """Each IB port's rate against the same port on the other nodes (ports that are up)."""
+    rates: dict[str, dict[str, str]] = {}
+    for host, net in nets.items():
+        for port in _used(net.ib) if net.ib is not None else []:
+            if port.up and port.rate_gbps is not None:
+                rates.setdefault(port.name, {})[host] = f"{port.rate_gbps:g} Gb/s"
+    kind, out = Kind.IB_RATE_DIFFERS, []
+    for name, values in sorted(rates.items()):
+        out += differences(values, kind, severity(kind), name, machines=machines)
+    return out
+
+
+def _has_gpus(report: HostReport) -> bool:
+    cards = report.gpus is not None and bool(report.gpus.devices)
+    return cards or (report.facts is not None and report.facts.device_count > 0)
+
+
+def check(reports: list[HostReport], machines: Machines | None = None) -> list[Finding]:
+    """Network findings across the hosts that sent their network part (``machines``: names
+    of one machine, which count once in a comparison)."""
+    machines = machines or {}
+    nets = {r.host: r.network for r in reports if r.network is not None}
+    out: list[Finding] = []
+    for r in reports:
+        if r.network is not None:
+            out += _unmatched(r.host, r.network)
+            if r.network.ib is not None:
+                out += _ib_checks(r.host, r.network.ib, _has_gpus(r))
+    return out + _link_checks(nets, machines) + _rate_checks(nets, machines)
+
+
+def one_cause(found: list[Finding]) -> list[Finding]:
+    """A variable that differs between nodes (``nccl-env-differs``) on a node where it
+    selects no interface is that node's ``socket-ifname-unmatched``, not a second finding."""
+    unmatched: dict[str, set[str]] = {}
+    for f in found:
+        if f.kind is Kind.IFNAME_UNMATCHED:
+            unmatched.setdefault(f.subject, set()).update(f.hosts)
+    out = []
+    for f in found:
+        if f.kind is Kind.NCCL_ENV_DIFFERS and f.subject in unmatched:
+            kept = without_hosts(f, unmatched[f.subject])
+            out += [kept] if kept is not None else []
+        else:
+            out.append(f)
+    return out
