@@ -91,7 +91,8 @@ def run_all(argvs: list[list[str]], seconds: float) -> list[Ran]:
                 rc = proc.wait(max(0.0, end - time.monotonic()))
             except subprocess.TimeoutExpired:
                 _kill(proc)
-                out.append(Ran(None, bytes(bufs[i]), "did not answer within %g s" % seconds))
+                late = "did not answer within %g s" % round(seconds, 1)
+                out.append(Ran(None, bytes(bufs[i]), late))
                 continue
             out.append(Ran(rc, bytes(bufs[i]), None))
     finally:

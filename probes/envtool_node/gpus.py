@@ -21,6 +21,9 @@ from typing import Any
 from . import nvml, nvsmi, xid
 
 SCHEMA = "envtool.gpus/1"
+# The NVML library to load instead of libnvidia-ml.so.1 (a path; a missing one means no NVML):
+# how the tests replay nvidia-smi captures on a machine that has a real driver.
+LIBRARY_VARIABLE = "ENVTOOL_NVML_LIBRARY"
 XID_SECONDS = 2.0
 
 
@@ -47,7 +50,7 @@ def _command_of(pid: int) -> str | None:
 def _read(deadline_s: float) -> tuple[str, dict[str, Any]]:
     """The source and the body it gave (driver, why, devices, processes)."""
     end = time.monotonic() + deadline_s
-    answer = nvml.read(deadline_s)
+    answer = nvml.read(deadline_s, os.environ.get(LIBRARY_VARIABLE) or nvml.LIBRARY)
     if answer.get("loaded"):
         answer.pop("loaded", None)
         return "nvml", answer
