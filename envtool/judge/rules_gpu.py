@@ -1,12 +1,180 @@
-"""The rows of the findings table (rules.py) about the cards under the environment.
-Same columns as rules.py: check, severity, lenient; cause; fix line; docs' fix; what it
-explains away."""
+"""The rows of the findings table (rules.py) about the cards under the environment
+(judge/gpu_health.py). Same columns as rules.py: check, severity, lenient; cause; fix line;
+docs' fix; what it explains away. ``ACTIONS``: what an admin does about each kind (the quick
+mode drains a node on the last three)."""
 
 from __future__ import annotations
 
-from envtool.judge.kinds import Kind, Rule
+from enum import Enum
+
+from envtool.judge.kinds import Check, Kind, Rule, Severity
+
+
+class Action(str, Enum):
+    """What an admin does about a finding."""
+
+    FIX_ENV = "fix the environment"
+    STOP_PROCESS = "stop a process"
+    CONFIGURE = "change a GPU setting"
+    RESET_GPU = "reset the GPU"
+    DRAIN = "drain the node"
+    REPLACE = "replace the part"
+
+
+DRAINING = frozenset({Action.RESET_GPU, Action.DRAIN, Action.REPLACE})
+
+_DRAIN = "drain the node; reset or replace {subject}"
+_DRAIN_DOCS = ("drain the node (`scontrol update nodename=N state=drain reason=...`), reset the "
+               "GPU (`nvidia-smi -r -i N`), replace it if the fault returns")  # fmt: skip
 
 # fmt: off
 GPU_RULES: dict[Kind, Rule] = {
+    Kind.GPU_BUSY: Rule(
+        Check.GPU, Severity.ERROR, None,
+        "a GPU already held by processes that are not this run's (the node reads its GPUs "
+        "before any rank starts): another user's job, a notebook, a leftover; the finding "
+        "names each pid with its name, user and MiB. A policy's `foreign_memory_mib` allows "
+        "that much per GPU",
+        "",
+        "stop the process, or use other GPUs (`CUDA_VISIBLE_DEVICES`)",
+    ),
+    Kind.GPU_ARCH_UNSUPPORTED: Rule(
+        Check.GPU, Severity.ERROR, None,
+        "torch's build has no kernel for the device's capability: `torch.cuda.get_arch_list()` "
+        "holds no `sm_XY` of the same major and a minor at most the device's (an `sm_XYa` "
+        "only its exact capability), and no `compute_XY` PTX at or below it. The first kernel "
+        "fails with \"no kernel image is available for execution on the device\"",
+        "",
+        "install a torch built for that capability (sm_100/sm_120 need a CUDA >= 12.8 build)",
+    ),
+    Kind.GPU_ECC: Rule(
+        Check.GPU, Severity.ERROR, None,
+        "uncorrectable ECC errors on the GPU (volatile since the last reset, or aggregate over "
+        "its life); a pending row remap or page retirement and the Xids of the same errors on "
+        "that GPU follow from it",
+        _DRAIN, _DRAIN_DOCS,
+        frozenset({Kind.GPU_ROW_REMAP, Kind.GPU_RETIRED_PAGES}), by_subject=True,
+    ),
+    Kind.GPU_ROW_REMAP: Rule(
+        Check.GPU, Severity.ERROR, None,
+        "a row remap pending (a reset applies it) or a row remapping that failed (the GPU ran "
+        "out of spare rows: replace it)",
+        _DRAIN, _DRAIN_DOCS,
+    ),
+    Kind.GPU_RETIRED_PAGES: Rule(
+        Check.GPU, Severity.ERROR, None,
+        "memory pages waiting to be retired (GPUs before Ampere; a reset retires them)",
+        _DRAIN, _DRAIN_DOCS,
+    ),
+    Kind.GPU_XID: Rule(
+        Check.GPU, Severity.ERROR, None,
+        "an Xid of the hardware kind in the kernel log since boot (NVIDIA's Xid catalog: 48, "
+        "62, 63, 64, 74, 79 fallen off the bus, 92, 94, 95, 119, 120, 140), on the GPU at that "
+        "PCI address; not repeated for errors an ECC or row-remap finding on that GPU names",
+        _DRAIN, _DRAIN_DOCS,
+    ),
+    Kind.GPU_FABRIC: Rule(
+        Check.GPU, Severity.ERROR, None,
+        "on NVSwitch systems, the GPU's fabric registration is not Completed/Success (Fabric "
+        "Manager down or still training): NCCL over NVLink fails or hangs",
+        "start nvidia-fabricmanager on the node; drain it if the state does not complete",
+        "`systemctl start nvidia-fabricmanager`; drain the node if it stays so",
+    ),
+    Kind.GPU_NVLINK_DOWN: Rule(
+        Check.GPU, Severity.WARNING, None,
+        "some of a GPU's NVLinks are down while others are up: traffic takes the slower path",
+        "drain the node; reset {subject}, replace the part if the link stays down",
+        "drain the node, reset the GPU, replace the link part if it stays down",
+    ),
+    Kind.GPU_PCIE_DEGRADED: Rule(
+        Check.GPU, Severity.WARNING, None,
+        "the PCIe link trained narrower than its maximum (x8 of x16); a generation below the "
+        "maximum counts only while the GPU is in use (the part carries no utilization: a "
+        "process holds it, or its memory is used while the driver does not call it idle), as "
+        "idle links downshift to save power",
+        "reseat {subject} or its riser at the next maintenance; drain the node if it is slow",
+        "reseat the GPU or its riser; check `lspci -vv` LnkSta",
+    ),
+    Kind.GPU_MIG: Rule(
+        Check.GPU, Severity.WARNING, None,
+        "MIG mode is on: torch sees MIG slices, not the whole GPU (a policy's `mig_allowed: "
+        "true` accepts it)",
+        "nvidia-smi -i N -mig 0 (then reset the GPU), or allow MIG in the policy",
+        "`nvidia-smi -i N -mig 0` and a GPU reset, or `mig_allowed: true`",
+    ),
+    Kind.GPU_COMPUTE_MODE: Rule(
+        Check.GPU, Severity.WARNING, None,
+        "the compute mode is not Default: Exclusive_Process lets one process at a time use it "
+        "(a second rank or a checker fails), Prohibited lets none",
+        "nvidia-smi -i N -c DEFAULT",
+        "`nvidia-smi -i N -c DEFAULT`",
+    ),
+    Kind.GPU_PERSISTENCE_OFF: Rule(
+        Check.GPU, Severity.WARNING, None,
+        "persistence mode is off: the driver tears the GPU down between jobs and each start "
+        "pays its initialization (a policy's `persistence_required: false` accepts it)",
+        "nvidia-smi -pm 1 (or enable nvidia-persistenced)",
+        "`nvidia-smi -pm 1`, or `systemctl enable --now nvidia-persistenced`",
+    ),
+    Kind.GPU_SLOWDOWN: Rule(
+        Check.GPU, Severity.WARNING, None,
+        "clocks held down now by a hardware slowdown, thermal or power brake (HW or SW "
+        "thermal): the slowest card paces every DDP step (a power cap or idle is not one)",
+        "check cooling and power of {subject}; drain the node if it persists",
+        "check cooling, fans and power supply; drain if it persists",
+    ),
+    Kind.GPU_MODEL_DIFFERS: Rule(
+        Check.MAJORITY, Severity.ERROR, None,
+        "a node's GPU model is not the other nodes' (V100s among A100s: the slowest card paces "
+        "every step, bf16 may be missing); its memory size and capability differ from the "
+        "same cause and are not reported again on those nodes",
+        "run on nodes of one GPU model (or accept it in the policy)",
+        "pick nodes of one model; `accept: [gpu-model-differs]` if intended",
+        frozenset({Kind.GPU_MEMORY_DIFFERS, Kind.GPU_CAPABILITY_DIFFERS}),
+    ),
+    Kind.GPU_MEMORY_DIFFERS: Rule(
+        Check.MAJORITY, Severity.ERROR, None,
+        "a node's GPU memory size (total MiB, exactly) is not the other nodes' (40 GB cards "
+        "among 80 GB ones: the batch that fits one OOMs the other)",
+        "run on nodes with one GPU memory size (or accept it in the policy)",
+        "pick nodes of one memory size",
+    ),
+    Kind.GPU_CAPABILITY_DIFFERS: Rule(
+        Check.MAJORITY, Severity.ERROR, None,
+        "a node's GPU compute capability is not the other nodes'",
+        "run on nodes of one GPU generation (or accept it in the policy)",
+        "pick nodes of one generation",
+    ),
+    Kind.GPU_POLICY_UNMET: Rule(
+        Check.GPU, Severity.ERROR, None,
+        "the node's GPUs are not what the `--policy` file expects: its model (a part of "
+        "every GPU's name), count per node, or memory size (MiB, exactly); it explains the "
+        "same difference between nodes",
+        "run on nodes the policy describes, or correct the policy",
+        "use the nodes the policy describes, or correct the policy",
+        frozenset({Kind.GPU_MODEL_DIFFERS, Kind.GPU_MEMORY_DIFFERS, Kind.GPU_CAPABILITY_DIFFERS,
+                   Kind.GPU_COUNT_DIFFERS}),
+        by_subject=True,
+    ),
 }
 # fmt: on
+
+ACTIONS: dict[Kind, Action] = {
+    Kind.GPU_BUSY: Action.STOP_PROCESS,
+    Kind.GPU_ARCH_UNSUPPORTED: Action.FIX_ENV,
+    Kind.GPU_ECC: Action.RESET_GPU,
+    Kind.GPU_ROW_REMAP: Action.RESET_GPU,
+    Kind.GPU_RETIRED_PAGES: Action.RESET_GPU,
+    Kind.GPU_XID: Action.DRAIN,
+    Kind.GPU_FABRIC: Action.DRAIN,
+    Kind.GPU_NVLINK_DOWN: Action.REPLACE,
+    Kind.GPU_PCIE_DEGRADED: Action.REPLACE,
+    Kind.GPU_MIG: Action.CONFIGURE,
+    Kind.GPU_COMPUTE_MODE: Action.CONFIGURE,
+    Kind.GPU_PERSISTENCE_OFF: Action.CONFIGURE,
+    Kind.GPU_SLOWDOWN: Action.DRAIN,
+    Kind.GPU_MODEL_DIFFERS: Action.FIX_ENV,
+    Kind.GPU_MEMORY_DIFFERS: Action.FIX_ENV,
+    Kind.GPU_CAPABILITY_DIFFERS: Action.FIX_ENV,
+    Kind.GPU_POLICY_UNMET: Action.FIX_ENV,
+}

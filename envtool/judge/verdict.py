@@ -8,10 +8,21 @@ python) that differs on a host whose package for it already differs is not repor
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from envtool.judge import consensus, consistency, critical, gpu, network, packages, pairs, runtime
-from envtool.judge.findings import Check, Finding, Kind, explain, fold
+from envtool.judge import (
+    consensus,
+    consistency,
+    critical,
+    gpu,
+    gpu_health,
+    network,
+    packages,
+    pairs,
+    runtime,
+)
+from envtool.judge.cluster_policy import ClusterPolicy
+from envtool.judge.findings import Check, Finding, Kind, Severity, explain, fold
 from envtool.judge.rules import check_of, severity
 from envtool.models import Environment
 from envtool.protocol.types import Failure, HostReport, Outcome, PairsRun, Problem, ProblemKind
@@ -44,6 +55,8 @@ class Policy:
 
     gpu: gpu.GpuPolicy
     allreduce: str = "off"  # off | node | cluster
+    # --policy FILE (judge/cluster_policy.py)
+    cluster: ClusterPolicy = field(default_factory=ClusterPolicy)
 
 
 HOST = "<host>"  # a host's own name in its messages: findings then fold across hosts
@@ -226,6 +239,11 @@ def _inconsistencies(envs: dict[str, Environment], found: list[Finding]) -> list
     return out
 
 
+def accepted(findings: list[Finding], cluster: ClusterPolicy) -> list[Finding]:
+    """The policy's known differences (``accept:``) said as info, never failed on."""
+    return [replace(f, severity=Severity.INFO) if f.kind in cluster.accept else f for f in findings]
+
+
 def decide(
     reports: list[HostReport],
     lock: Environment | None,
@@ -249,7 +267,9 @@ def decide(
     for r in reports:
         found += runtime.check(r, lock)
     found += gpu.check(reports, policy.gpu, machines)
+    found += gpu_health.check(reports, policy.cluster.gpus, policy.gpu.min_gpus, machines)
     found += _no_cluster_result(reports, policy.allreduce)
     found = network.one_cause(found + network.check(reports, machines))
     paired = pairs.decide(pairs_run, policy.gpu) if pairs_run is not None else []
+    found, paired = accepted(found, policy.cluster), accepted(paired, policy.cluster)
     return explain(fold([*_one_cause(found), *paired]))

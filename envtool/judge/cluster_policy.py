@@ -1,0 +1,31 @@
+"""What a site expects of its cluster beyond the lock (``--policy FILE``, read by
+envtool/policy.py): the GPUs each node must have, how much a foreign process may hold, what
+may be on, and the findings accepted as known differences. Pure data; defaults are what
+verify holds every cluster to without a file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from envtool.judge.kinds import Kind
+
+
+@dataclass(frozen=True)
+class GpuExpect:
+    """The ``gpus:`` section: None where the site expects nothing in particular."""
+
+    model: str | None = None  # a case-insensitive part of every GPU's name ("H100")
+    count: int | None = None  # GPUs per node, exactly
+    memory_mib: int | None = None  # each GPU's total memory as nvidia-smi says it, exactly
+    mig_allowed: bool = False
+    foreign_memory_mib: int = 0  # MiB per GPU other processes may hold before the run
+    persistence_required: bool = True
+
+
+@dataclass(frozen=True)
+class ClusterPolicy:
+    """The whole policy file (issue 28 adds its ``limits:`` section beside ``gpus:``)."""
+
+    gpus: GpuExpect = GpuExpect()
+    accept: frozenset[Kind] = frozenset()  # known differences: these kinds become info
+    source: str = ""  # the file it was read from ("": the defaults)

@@ -1,0 +1,258 @@
+"""The cards under the environment, judged (pure): each node's GPU layer (read without
+torch, before this run's ranks start) and its torch's arch list against each device; then
+the nodes against each other and against the site's policy. In: HostReports; out: Findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from envtool.judge import gpu_arch
+from envtool.judge.cluster_policy import GpuExpect
+from envtool.judge.consensus import differences
+from envtool.judge.findings import Finding, Kind
+from envtool.judge.rules import severity
+from envtool.protocol.gpu_types import GpuDevice, GpuLayer, XidEvent
+from envtool.protocol.types import HostReport, NodeFacts
+
+# Xids of the hardware kind (NVIDIA's Xid catalog, docs.nvidia.com/deploy/xid-errors: their
+# resolution is a GPU reset, a node reboot or a field diagnosis, not an application restart):
+# 48 double-bit ECC, 62 internal micro-controller halt, 63/64 row remapping recorded/failed,
+# 74 NVLink error, 79 fallen off the bus, 92 high single-bit ECC rate, 94/95 contained/
+# uncontained ECC error, 119/120 GSP RPC timeout/GSP error, 140 unrecovered ECC error.
+HARDWARE_XIDS = frozenset({48, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140})
+# Xids a finding on the same GPU already says (one cause, one finding).
+_SAID_BY = {Kind.GPU_ECC: {48, 94, 95, 140}, Kind.GPU_ROW_REMAP: {63, 64}}
+SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+             "sw_thermal_slowdown")  # fmt: skip
+CAUSE_WIDTH, CAUSE_GEN = "width", "generation"
+CAUSE_PENDING, CAUSE_FAILURE = "pending", "failure"
+SUBJECT_HEALTH = "GPU health"
+
+
+def _f(kind: Kind, subject: str, expected: str, actual: str, host: str, cause: str = "") -> Finding:
+    return Finding(kind, severity(kind), subject, expected, actual, (host,), cause=cause)
+
+
+def gpu_name(device: GpuDevice) -> str:
+    """``GPU 0``: the subject of a finding about one card."""
+    return f"GPU {device.index}"
+
+
+def _mib(value: int | None) -> str:
+    return "? MiB" if value is None else f"{value} MiB"
+
+
+def _busy(layer: GpuLayer, dev: GpuDevice, expect: GpuExpect, host: str) -> list[Finding]:
+    held = layer.held(dev)
+    if not held:
+        return []
+    known = [p.used_mib for p in held if p.used_mib is not None]
+    if len(known) == len(held) and sum(known) <= expect.foreign_memory_mib:
+        return []
+    said = ", ".join(f"pid {p.pid} ({p.name}, {p.user or '?'}, {_mib(p.used_mib)})" for p in held)
+    allowed = f"at most {expect.foreign_memory_mib} MiB held by other processes"
+    return [_f(Kind.GPU_BUSY, gpu_name(dev), allowed, said, host)]
+
+
+def _memory_faults(dev: GpuDevice, host: str) -> list[Finding]:
+    out, name = [], gpu_name(dev)
+    counts = (dev.ecc_uncorrected_volatile or 0, dev.ecc_uncorrected_aggregate or 0)
+    if any(counts):
+        actual = f"volatile {counts[0]}, aggregate {counts[1]}"
+        out.append(_f(Kind.GPU_ECC, name, "0 uncorrectable ECC errors", actual, host))
+    if dev.remapped_rows_failure:
+        out.append(_f(Kind.GPU_ROW_REMAP, name, "no row-remap failure", "a row remapping failed",
+                      host, CAUSE_FAILURE))  # fmt: skip
+    elif dev.remapped_rows_pending:
+        out.append(_f(Kind.GPU_ROW_REMAP, name, "no pending row remap", "row remap pending",
+                      host, CAUSE_PENDING))  # fmt: skip
+    if dev.retired_pages_pending:
+        out.append(_f(Kind.GPU_RETIRED_PAGES, name, "no page retirement pending",
+                      "page retirement pending", host))  # fmt: skip
+    return out
+
+
+def in_use(layer: GpuLayer, dev: GpuDevice) -> bool:
+    """Under load, from what the part carries (it has no utilization figure): a process
+    holds the GPU, or its memory is in use while the driver does not call it idle."""
+    if layer.held(dev):
+        return True
+    busy_memory = (dev.memory_used_mib or 0) > 0
+    return busy_memory and dev.clock_events is not None and "gpu_idle" not in dev.clock_events
+
+
+def _link_faults(layer: GpuLayer, dev: GpuDevice, host: str) -> list[Finding]:
+    out, name = [], gpu_name(dev)
+    w, wmax, g, gmax = (
+        dev.pcie_width_current,
+        dev.pcie_width_max,
+        dev.pcie_gen_current,
+        dev.pcie_gen_max,
+    )
+    if None not in (w, wmax, g, gmax):
+        expected, actual = f"x{wmax} Gen{gmax}", f"x{w} Gen{g}"
+        if w is not None and wmax is not None and w < wmax:
+            out.append(_f(Kind.GPU_PCIE_DEGRADED, name, expected, actual, host, CAUSE_WIDTH))
+        elif g is not None and gmax is not None and g < gmax and in_use(layer, dev):
+            out.append(_f(Kind.GPU_PCIE_DEGRADED, name, expected, actual, host, CAUSE_GEN))
+    links = dev.nvlinks or ()
+    down = [str(link.link) for link in links if not link.up]
+    if down and len(down) < len(links):
+        actual = f"link {', '.join(down)} down of {len(links)}"
+        out.append(_f(Kind.GPU_NVLINK_DOWN, name, "every NVLink up", actual, host))
+    state, status = dev.fabric_state, dev.fabric_status
+    if (state is not None and state != "Completed") or status not in (None, "Success"):
+        actual = f"{state or '?'}/{status or '?'}"
+        out.append(_f(Kind.GPU_FABRIC, name, "fabric Completed/Success", actual, host))
+    return out
+
+
+def _settings(dev: GpuDevice, expect: GpuExpect, host: str) -> list[Finding]:
+    out, name = [], gpu_name(dev)
+    if dev.mig_mode and not expect.mig_allowed:
+        out.append(_f(Kind.GPU_MIG, name, "MIG off", "MIG on", host))
+    if dev.compute_mode is not None and dev.compute_mode != "Default":
+        out.append(_f(Kind.GPU_COMPUTE_MODE, name, "Default", dev.compute_mode, host))
+    if dev.persistence_mode is False and expect.persistence_required:
+        out.append(_f(Kind.GPU_PERSISTENCE_OFF, name, "persistence mode on", "off", host))
+    active = [e for e in SLOWDOWNS if e in (dev.clock_events or ())]
+    if active:
+        out.append(_f(Kind.GPU_SLOWDOWN, name, "no slowdown", ", ".join(active), host))
+    return out
+
+
+def _pci_key(text: str) -> tuple[int, int, int] | None:
+    """``00000000:3B:00.0`` and ``PCI:0000:3b:00`` → (0, 0x3b, 0): domain, bus, device."""
+    parts = text.removeprefix("PCI:").split(".")[0].split(":")
+    try:
+        return (
+            (int(parts[-3], 16), int(parts[-2], 16), int(parts[-1], 16))
+            if len(parts) >= 3
+            else None
+        )
+    except ValueError:
+        return None
+
+
+def _xids(layer: GpuLayer, said: dict[str, set[Kind]], host: str) -> list[Finding]:
+    by_gpu: dict[str, list[XidEvent]] = {}
+    names = {_pci_key(d.pci_bus_id): gpu_name(d) for d in layer.devices}
+    for event in layer.xid.events:
+        if event.xid not in HARDWARE_XIDS:
+            continue
+        subject = names.get(_pci_key(event.pci)) or f"PCI {event.pci or '?'}"
+        skip = set().union(*(_SAID_BY.get(k, set()) for k in said.get(subject, set())))
+        if event.xid not in skip:
+            by_gpu.setdefault(subject, []).append(event)
+    out = []
+    for subject, events in by_gpu.items():
+        codes = sorted({e.xid for e in events})
+        actual = ", ".join(f"Xid {c}" for c in codes) + f": {events[-1].text}"
+        out.append(_f(Kind.GPU_XID, subject, "no hardware Xid since boot", actual, host))
+    return out
+
+
+def _arch(facts: NodeFacts, host: str) -> list[Finding]:
+    arches = gpu_arch.cuda_arches(facts.arch_list)
+    if not arches:
+        return []  # a CPU build, CUDA unavailable, or a node from before the arch list
+    out = []
+    for dev in facts.devices:
+        cap = gpu_arch.capability(dev.capability)
+        if cap is not None and not gpu_arch.covers(arches, cap):
+            expected = f"a kernel image for capability {dev.capability}"
+            out.append(_f(Kind.GPU_ARCH_UNSUPPORTED, f"GPU {dev.index}", expected,
+                          " ".join(arches), host))  # fmt: skip
+    return out
+
+
+def node(report: HostReport, expect: GpuExpect) -> list[Finding]:
+    """Every finding about one node's own cards."""
+    host, layer, out = report.host, report.gpus, []
+    if report.facts is not None:
+        out += _arch(report.facts, host)
+    if layer is None:
+        return out
+    said: dict[str, set[Kind]] = {}
+    for dev in layer.devices:
+        found = _busy(layer, dev, expect, host) + _memory_faults(dev, host)
+        found += _link_faults(layer, dev, host) + _settings(dev, expect, host)
+        said[gpu_name(dev)] = {f.kind for f in found}
+        out += found
+    return out + _xids(layer, said, host)
+
+
+def not_checked(report: HostReport, min_gpus: int) -> list[Finding]:
+    """Under ``--min-gpus N``: a node that read none of its cards (``source: none``), in its
+    own words why; nothing guessed. None where torch already says CUDA is unavailable (that
+    finding is the cause), and none for a part that failed (probe-failed says why) or that a
+    document lacks (the node package always sends it: only a hand-made or older document
+    has none, and is judged on what it holds)."""
+    layer = report.gpus
+    if min_gpus == 0 or layer is None or layer.source != "none" or report.facts is None:
+        return []
+    if not report.facts.cuda_available:
+        return []
+    expected = f"the GPUs read without torch (--min-gpus {min_gpus})"
+    why = layer.why or "the node read no GPU and did not say why"
+    return [_f(Kind.NOT_CHECKED, SUBJECT_HEALTH, expected, why, report.host)]
+
+
+def _values(layers: Mapping[str, GpuLayer], get: Callable[[GpuDevice], str]) -> dict[str, str]:
+    return {h: " + ".join(sorted({str(get(d)) for d in layer.devices}))
+            for h, layer in layers.items() if layer.devices}  # fmt: skip
+
+
+ACROSS: tuple[tuple[Kind, str, Callable[[GpuDevice], str]], ...] = (
+    (Kind.GPU_MODEL_DIFFERS, "GPU model", lambda d: d.name),
+    (Kind.GPU_MEMORY_DIFFERS, "GPU memory", lambda d: _mib(d.memory_total_mib)),
+    (Kind.GPU_CAPABILITY_DIFFERS, "GPU capability", lambda d: d.capability or "?"),
+)
+
+
+def across(
+    layers: Mapping[str, GpuLayer], machines: Mapping[str, str], expect: GpuExpect
+) -> list[Finding]:
+    """Model, memory size (exactly: one model, one size) and capability, node against node;
+    where the policy names the model (and so the generation) or the size, it is the
+    reference instead of the majority (policy_unmet)."""
+    stated = {Kind.GPU_MODEL_DIFFERS: expect.model, Kind.GPU_CAPABILITY_DIFFERS: expect.model,
+              Kind.GPU_MEMORY_DIFFERS: expect.memory_mib}  # fmt: skip
+    out: list[Finding] = []
+    for kind, subject, get in ACROSS:
+        if stated[kind] is None:
+            values = _values(layers, get)
+            out += differences(values, kind, severity(kind), subject, machines=machines)
+    return out
+
+
+def policy_unmet(layers: Mapping[str, GpuLayer], expect: GpuExpect) -> list[Finding]:
+    """Each node against the policy's model, count and memory size."""
+    out, kind = [], Kind.GPU_POLICY_UNMET
+    for host, layer in layers.items():
+        devs = layer.devices
+        if expect.count is not None and len(devs) != expect.count:
+            out.append(_f(kind, "GPUs", f"{expect.count} GPUs (policy)", str(len(devs)), host))
+        model = expect.model
+        odd = [d for d in devs if model is not None and model.lower() not in d.name.lower()]
+        if model is not None and odd:
+            actual = " + ".join(sorted({d.name for d in odd}))
+            out.append(_f(kind, "GPU model", f"{model} (policy)", actual, host))
+        size = expect.memory_mib
+        if size is not None and any(d.memory_total_mib != size for d in devs):
+            actual = " + ".join(sorted({_mib(d.memory_total_mib) for d in devs}))
+            out.append(_f(kind, "GPU memory", f"{size} MiB (policy)", actual, host))
+    return out
+
+
+def check(
+    reports: Sequence[HostReport], expect: GpuExpect, min_gpus: int,
+    machines: Mapping[str, str] | None = None,
+) -> list[Finding]:  # fmt: skip
+    """Every GPU-layer finding of a run (``machines``: one machine's names vote once)."""
+    out: list[Finding] = []
+    for r in reports:
+        out += not_checked(r, min_gpus) + node(r, expect)
+    layers = {r.host: r.gpus for r in reports if r.gpus is not None and r.gpus.source != "none"}
+    return out + across(layers, machines or {}, expect) + policy_unmet(layers, expect)

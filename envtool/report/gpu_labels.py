@@ -1,0 +1,52 @@
+"""The words of the GPU layer's findings (judge/gpu_health.py): expected/actual/fix as a
+report shows them, and the one-line Slurm drain reason of a node's findings."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from envtool.judge.findings import Finding, Kind, Severity
+from envtool.judge.gpu_health import CAUSE_FAILURE, CAUSE_GEN, SUBJECT_HEALTH
+from envtool.judge.rules import RULES
+from envtool.judge.rules_gpu import ACTIONS, DRAINING
+
+DRAIN_LIMIT = 80  # characters of a Slurm drain reason kept by this reader
+
+
+def gpu_words(f: Finding) -> tuple[str, str, str] | None:
+    """(expected, actual, fix) of a GPU-layer finding; None for other kinds."""
+    if f.kind not in ACTIONS and not (f.kind is Kind.NOT_CHECKED and f.subject == SUBJECT_HEALTH):
+        return None
+    fix = RULES[f.kind].fix.format(subject=f.subject)
+    if f.kind is Kind.NOT_CHECKED:
+        fix = "install the NVIDIA driver and nvidia-smi on the node, or pass --min-gpus 0"
+    elif f.kind is Kind.GPU_BUSY:
+        pids = ", ".join(re.findall(r"\bpid (\d+)", f.actual))
+        fix = f"stop pid {pids} or use other GPUs (CUDA_VISIBLE_DEVICES)"
+        return f.expected, f"{f.subject} held by {f.actual}", fix
+    elif f.kind is Kind.GPU_ARCH_UNSUPPORTED:
+        cap = f.expected.rpartition(" ")[2]
+        fix = (f"no kernel image for capability {cap}: install a torch built for it (e.g. a "
+               "CUDA >= 12.8 build for sm_100/sm_120)")  # fmt: skip
+        return f.expected, f"torch's arch list: {f.actual}", fix
+    elif f.kind is Kind.GPU_ROW_REMAP and f.cause == CAUSE_FAILURE:
+        fix = f"drain the node; replace {f.subject} (its spare rows are used up)"
+    elif f.kind is Kind.GPU_PCIE_DEGRADED and f.cause == CAUSE_GEN:
+        return f.expected, f"{f.actual} under load", fix
+    return f.expected, f.actual, fix
+
+
+def drain_reason(findings: Iterable[Finding]) -> str | None:
+    """A Slurm drain reason for a node's findings (``envtool: gpu-xid GPU 3 (+1 more)``): the
+    errors an admin drains on (reset, drain, replace), None when there is none; at most 80
+    printable ASCII characters."""
+    hits = [f for f in findings
+            if f.severity is Severity.ERROR and ACTIONS.get(f.kind) in DRAINING]  # fmt: skip
+    if not hits:
+        return None
+    first = hits[0]
+    more = f" (+{len(hits) - 1} more)" if len(hits) > 1 else ""
+    text = f"envtool: {first.kind.value} {first.subject}"
+    text = "".join(ch if " " <= ch <= "~" else "?" for ch in text)
+    return text[: DRAIN_LIMIT - len(more)] + more
