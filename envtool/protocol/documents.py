@@ -15,15 +15,7 @@ from typing import Any
 from envtool.errors import ProblemFound
 from envtool.models import Environment, Package
 from envtool.nccl.model import NcclDevice, NcclResult, NcclRow
-from envtool.protocol import (
-    gpu_fields,
-    gpu_types,
-    limit_fields,
-    limit_types,
-    net_fields,
-    rdzv_fields,
-    schemas,
-)
+from envtool.protocol import gpu_fields, gpu_types, limit_fields, limit_types, net_fields, schemas
 from envtool.protocol.fields import (
     MAX_INT,
     Malformed,
@@ -36,6 +28,7 @@ from envtool.protocol.fields import (
     string,
 )
 from envtool.protocol.net_types import Network
+from envtool.protocol.rdzv_fields import read_rendezvous
 from envtool.protocol.rdzv_types import RendezvousCheck
 from envtool.protocol.types import (
     AllReduceResult,
@@ -355,7 +348,7 @@ def read_node(text: str, source: str) -> NodeDocument:
     allreduce = _part(doc, "allreduce", read_allreduce, problems)
     gpus = _part(doc, "gpus", gpu_fields.read_gpus, problems)
     network = _part(doc, "network", net_fields.read_network, problems)
-    rendezvous = _part(doc, "rendezvous", rdzv_fields.read_rendezvous, problems)
+    rendezvous = _part(doc, "rendezvous", read_rendezvous, problems)
     limits, clock = (_part(doc, key, read, problems) for key, read in limit_fields.PARTS)
     if env is None and facts is None and allreduce is None and gpus is None and not problems:
         problems.append(Problem("answer", ProblemKind.EMPTY, "neither an export nor GPU facts"))
