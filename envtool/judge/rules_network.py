@@ -68,5 +68,53 @@ NETWORK_RULES: dict[Kind, Rule] = {
         "modprobe nvidia_peermem (and load it at boot)",
         "`modprobe nvidia_peermem`, and add it to `/etc/modules-load.d/`",
     ),
+    # the limits under the environment (judge/limits.py; thresholds: LimitsPolicy, the
+    # policy file's limits: section)
+    Kind.SHM_SMALL: Rule(
+        Check.LIMITS, Severity.ERROR, None,
+        "`/dev/shm` on the node is smaller than the threshold (1 GiB unless the policy says "
+        "otherwise): NCCL's SHM transport and DataLoader workers keep their buffers there and "
+        "fail (`ncclShmOpen`, \"No space left on device\", a bus error). Docker gives a "
+        "container 64 MiB unless told otherwise",
+        "",
+        "`docker run --shm-size=8g` (or `--ipc=host`); on a host, a bigger tmpfs "
+        "(`mount -o remount,size=8G /dev/shm`)",
+    ),
+    Kind.MEMLOCK_LOW: Rule(
+        Check.LIMITS, Severity.ERROR, None,
+        "the locked-memory limit (`ulimit -l`, soft) is not unlimited on a node whose network "
+        "part shows InfiniBand/RoCE: RDMA pins NCCL's buffers and `ibv_reg_mr` fails. Nothing "
+        "is said where the node has no IB device",
+        "",
+        "`memlock unlimited` in `/etc/security/limits.conf`, `LimitMEMLOCK=infinity` for "
+        "slurmd or dockerd, `docker run --ulimit memlock=-1`",
+    ),
+    Kind.NOFILE_LOW: Rule(
+        Check.LIMITS, Severity.WARNING, None,
+        "the open-files limit (`ulimit -n`, soft) is below the threshold (65536 unless the "
+        "policy says otherwise): DataLoader workers (torch's `file_descriptor` sharing keeps a "
+        "descriptor per tensor in flight) and NCCL's sockets run out (\"Too many open files\")",
+        "",
+        "`ulimit -n 65536` in the job script (up to the hard limit), `nofile` in "
+        "`/etc/security/limits.conf`, `docker run --ulimit nofile=65536:65536`",
+    ),
+    Kind.CLOCK_SKEW: Rule(
+        Check.LIMITS, Severity.WARNING, None,
+        "the node's clock differs from envtool's by more than the allowed skew (1 s unless the "
+        "policy says otherwise) beyond what the round trip leaves unknown: the node printed "
+        "its time between the transport's start plus its own run time and the answer's "
+        "arrival, the offset is taken against the middle and the bound is half that span "
+        "(one srun step's whole span for Slurm: a larger bound). Timeouts and logs compared "
+        "across nodes mislead",
+        "sync the node's clock (chronyc tracking, timedatectl)",
+        "sync the clocks (chrony or NTP: `chronyc tracking`, `timedatectl`)",
+    ),
+    Kind.SYSTEM_DIFFERS: Rule(
+        Check.LIMITS, Severity.INFO, None,
+        "the kernel release or the glibc version differs from the other nodes' (a fact for "
+        "the admin: drivers, RDMA stacks and wheels built for a newer glibc follow them)",
+        "make {subject} the same on every node, if it should be",
+        "install the same OS image on every node, if they should match",
+    ),
 }
 # fmt: on

@@ -13,6 +13,7 @@ from envtool.judge.rules import RULES, check_of
 from envtool.models import Package
 from envtool.protocol.types import Failure, Outcome, Problem, ProblemKind
 from envtool.report.gpu_labels import gpu_words
+from envtool.report.limit_labels import limit_short, limit_words
 from envtool.report.net_labels import net_words
 
 _FAILURE = {
@@ -184,6 +185,8 @@ def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Wor
         return Words(*gpu_layer)
     if (net := net_words(f)) is not None:
         return Words(*net)
+    if (limit := limit_words(f)) is not None:
+        return Words(*limit)
     if check_of(f.kind) is Check.RUNTIME:
         return _runtime_words(f)
     if check_of(f.kind) is Check.CONSISTENCY:
@@ -215,6 +218,8 @@ def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Wor
 def short(f: Finding) -> str:
     """A finding in a few words, for a summary line: ``nccl 2.16.5.1 vs 2.18.3.1``."""
     a, b = f.reference, f.found
+    if (brief := limit_short(f)) is not None:
+        return brief
     if f.kind is Kind.ENV_MISSING:
         return "no environment"
     if f.kind is Kind.UNREACHABLE:

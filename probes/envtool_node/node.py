@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from . import allreduce, facts, gpus, limits, network, schema
+from . import allreduce, facts, gpus, limits, network, reach, schema
 from . import launch as ranks
 from .launch import Terminated
 from .rendezvous import PortTaken
@@ -103,6 +103,7 @@ def collect(
     use_torch: bool,
     allreduce_args: list[str] | None,
     parts: tuple[str, ...] = ("export", "facts", "gpus"),
+    rdzv: reach.Ask | None = None,
 ) -> dict[str, Any]:
     """The node document; every part guarded (``--allreduce pairs`` asks for no part but the
     all-reduce once the rest is known; ``envtool probe`` for no export).
@@ -120,6 +121,8 @@ def collect(
     try:
         if "gpus" in parts:  # before any rank starts: this run's own never hold a GPU
             _guarded(doc, "gpus", gpus.collect)
+        if rdzv is not None:  # its listener closed before the all-reduce needs the port
+            _guarded(doc, "rendezvous", lambda: reach.check(rdzv, node))
         if allreduce_args is not None:
             started = _start(allreduce_args, facts_path if from_rank else "", doc)
         if "export" in parts:
@@ -146,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     prefix, use_torch, allreduce_args = sys.prefix, True, None
     parts: tuple[str, ...] = ("export", "facts", "gpus")
+    rdzv, args = reach.asked(args, dict(os.environ))
     while args:
         arg = args.pop(0)
         if arg == "--prefix" and args:
@@ -164,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write("envtool_node: unknown argument %r\n" % arg)
             return 2
     try:
-        doc = collect(prefix, use_torch, allreduce_args, parts)
+        doc = collect(prefix, use_torch, allreduce_args, parts, rdzv)
     except Terminated:  # SIGTERM during the all-reduce: its ranks already stopped
         sys.stderr.write("envtool_node: terminated\n")
         return 143

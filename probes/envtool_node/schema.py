@@ -11,6 +11,7 @@ FACTS = "envtool.gpu-facts/1"  # envtool_node.facts
 ALLREDUCE = "envtool.allreduce/1"  # envtool_node.allreduce
 EXPORT = "envtool.export/1"  # envtool_node.export
 DDP_SMOKE = "envtool.ddp-smoke/1"  # envtool_node.ddp_smoke
+RENDEZVOUS = "envtool.rendezvous/1"  # envtool_node.reach: the rendezvous from this node
 LIMITS = "envtool.limits/1"  # envtool_node.limits: /dev/shm, ulimits, kernel, glibc
 NETWORK = "envtool.network/1"  # envtool_node.network: interfaces, InfiniBand
 

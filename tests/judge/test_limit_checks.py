@@ -1,0 +1,130 @@
+"""judge/limits.py: /dev/shm, memlock where IB is present, open files, clock skew and kernel/
+glibc between nodes, against LimitsPolicy's thresholds; and their words (report/labels)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from envtool.judge import limits as limitchecks
+from envtool.judge.findings import Finding, Kind, Severity
+from envtool.protocol.limit_types import Limits
+from envtool.protocol.net_types import Infiniband, Network
+from envtool.protocol.types import HostReport
+from envtool.report import labels
+
+MiB, GiB = 1024**2, 1024**3
+HEALTHY = Limits(8 * GiB, "", (1048576, 1048576), (-1, -1), "6.1.0-18-amd64", "2.36")
+POLICY = limitchecks.LimitsPolicy()
+
+
+def host(name: str, lim: Limits | None = HEALTHY, **kw: object) -> HostReport:
+    return HostReport(name, limits=lim, **kw)  # type: ignore[arg-type]
+
+
+def found(reports: list[HostReport], policy: limitchecks.LimitsPolicy = POLICY) -> set[tuple]:  # type: ignore[type-arg]
+    return {(f.kind, f.subject, f.hosts) for f in limitchecks.check(reports, policy)}
+
+
+def test_healthy_nodes_give_nothing() -> None:
+    assert limitchecks.check([host("a"), host("b"), host("c")], POLICY) == []
+
+
+def test_docker_s_64_mib_shm_is_named_with_size_and_threshold() -> None:
+    (f,) = limitchecks.check([host("a"), host("b", replace(HEALTHY, shm_bytes=64 * MiB))], POLICY)
+    assert (f.kind, f.severity, f.hosts) == (Kind.SHM_SMALL, Severity.ERROR, ("b",))
+    w = labels.words(f)
+    assert (w.expected, w.actual) == ("at least 1 GiB", "64 MiB")
+    assert "--shm-size=8g" in w.fix and "--ipc=host" in w.fix and "tmpfs" in w.fix
+    assert labels.short(f) == "/dev/shm 64 MiB"
+
+
+def test_the_shm_threshold_is_the_policy_s() -> None:
+    small = [host("a", replace(HEALTHY, shm_bytes=2 * GiB))]
+    assert found(small) == set()
+    (f,) = limitchecks.check(small, limitchecks.LimitsPolicy(shm_min_bytes=16 * GiB))
+    w = labels.words(f)
+    assert (w.expected, w.actual) == ("at least 16 GiB", "2 GiB") and "--shm-size=16g" in w.fix
+
+
+def test_an_unreadable_shm_is_no_size_finding() -> None:
+    assert found([host("a", replace(HEALTHY, shm_bytes=None, shm_error="no /dev/shm"))]) == set()
+
+
+def _ib(present: bool) -> Network:
+    return Network((), ib=Infiniband(present))
+
+
+def test_memlock_below_unlimited_matters_only_where_ib_is_present() -> None:
+    low = replace(HEALTHY, memlock=(65536, 65536))
+    reports = [host("ib", low, network=_ib(True)), host("eth", low, network=_ib(False)),
+               host("old", low), host("ok", HEALTHY, network=_ib(True))]  # fmt: skip
+    (f,) = limitchecks.check(reports, POLICY)
+    assert (f.kind, f.severity, f.hosts) == (Kind.MEMLOCK_LOW, Severity.ERROR, ("ib",))
+    w = labels.words(f)
+    assert w.actual == "64 KiB (soft)" and "memlock=-1" in w.fix and "unlimited" in w.expected
+
+
+@pytest.mark.parametrize(
+    ("nofile", "policy", "low"),
+    [((1024, 524288), POLICY, True), ((65536, 65536), POLICY, False), ((-1, -1), POLICY, False),
+     ((4096, 4096), limitchecks.LimitsPolicy(nofile_min=4096), False),
+     ((4095, -1), limitchecks.LimitsPolicy(nofile_min=4096), True)],
+)  # fmt: skip
+def test_nofile_soft_limit_against_the_threshold(
+    nofile: tuple[int, int], policy: limitchecks.LimitsPolicy, low: bool
+) -> None:
+    got = limitchecks.check([host("a", replace(HEALTHY, nofile=nofile))], policy)
+    assert [(f.kind, f.severity) for f in got] == ([(Kind.NOFILE_LOW, Severity.WARNING)] if low
+                                                   else [])  # fmt: skip
+
+
+def test_nofile_words_say_the_hard_limit_the_job_can_raise_to() -> None:
+    (f,) = limitchecks.check([host("a", replace(HEALTHY, nofile=(1024, 524288)))], POLICY)
+    w = labels.words(f)
+    assert (w.expected, w.actual) == ("at least 65536 (soft)", "1024 (hard 524288)")
+    assert "ulimit -n" in w.fix and "524288" in w.fix
+
+
+@pytest.mark.parametrize(
+    ("offset", "skewed"),
+    [((300.0, 1.5), True), ((-59.5, 1.0), True), ((1.9, 1.0), False), ((2.1, 1.0), True),
+     ((-0.3, 0.2), False), ((30.0, 40.0), False)],
+)  # fmt: skip
+def test_clock_skew_is_the_offset_beyond_its_bound(
+    offset: tuple[float, float], skewed: bool
+) -> None:
+    got = found([host("a", clock_offset=offset)])
+    assert got == ({(Kind.CLOCK_SKEW, "clock", ("a",))} if skewed else set())
+
+
+def test_clock_skew_words_name_the_offset() -> None:
+    (f,) = limitchecks.check([host("a", clock_offset=(-300.04, 1.46))], POLICY)
+    assert f.severity is Severity.WARNING
+    w = labels.words(f)
+    assert (w.expected, w.actual) == ("within 1 s of envtool's clock",
+                                      "300.0 s behind envtool's (± 1.5 s)")  # fmt: skip
+    assert "chrony" in w.fix and labels.short(f) == "clock -300.0 s"
+
+
+def test_a_looser_clock_policy() -> None:
+    assert found([host("a", clock_offset=(5.0, 0.5))],
+                 limitchecks.LimitsPolicy(clock_skew_s=10.0)) == set()  # fmt: skip
+
+
+def test_kernel_and_glibc_differing_are_info_against_the_majority() -> None:
+    odd = replace(HEALTHY, kernel="5.15.0-91-generic", glibc="2.35")
+    got: list[Finding] = limitchecks.check([host("a"), host("b"), host("c", odd)], POLICY)
+    assert {(f.kind, f.severity, f.subject, f.expected, f.actual, f.hosts) for f in got} == {
+        (Kind.SYSTEM_DIFFERS, Severity.INFO, "kernel", "6.1.0-18-amd64", "5.15.0-91-generic",
+         ("c",)),
+        (Kind.SYSTEM_DIFFERS, Severity.INFO, "glibc", "2.36", "2.35", ("c",)),
+    }  # fmt: skip
+
+
+def test_two_nodes_that_differ_are_one_finding_without_a_majority() -> None:
+    got = limitchecks.check([host("a"), host("b", replace(HEALTHY, glibc=None))], POLICY)
+    (f,) = got
+    assert f.subject == "glibc" and f.hosts == ("a", "b")
+    assert dict(f.spread) == {"2.36": ("a",), "not glibc": ("b",)}

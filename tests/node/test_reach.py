@@ -1,0 +1,106 @@
+"""envtool_node/reach.py: the rendezvous from every node on real loopback sockets: the store's
+node hears every node and reaches itself, a node that starts before the store retries until it
+listens, a held port is the port-taken cause with its holder, a name that does not resolve (or
+whose lookup hangs) is said within its bound, and the arguments the controller sends are read."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from envtool_node import reach
+from envtool_node.schema import CAUSE_PORT_TAKEN, RENDEZVOUS
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(asks: dict[str, reach.Ask], delays: dict[str, float]) -> dict[str, dict[str, Any]]:
+    """Each node's check in a thread of its own (a node each), started after its delay."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def one(name: str) -> None:
+        time.sleep(delays.get(name, 0.0))
+        out[name] = reach.check(asks[name], name)
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in asks]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return out
+
+
+def test_the_store_hears_every_node_and_itself() -> None:
+    at = f"localhost:{_port()}"
+    asks = {"n1": reach.Ask(at, 3, 5.0, "host"), "n2": reach.Ask(at, 3, 5.0, "member"),
+            "n3": reach.Ask(at, 3, 5.0, "auto")}  # fmt: skip
+    start = time.monotonic()
+    docs = _run(asks, {"n2": 0.0, "n3": 0.0, "n1": 0.5})  # the others start first: they retry
+    assert time.monotonic() - start < 5.0  # the window closed early: every node greeted
+    host = docs["n1"]
+    assert host["schema"] == RENDEZVOUS and host["role"] == "host"
+    assert host["listen"]["ok"] and sorted(host["listen"]["peers"]) == ["n1", "n2", "n3"]
+    for name, doc in docs.items():
+        assert doc["addresses"] and doc["error"] is None, name
+        assert doc["reach"]["ok"] and doc["reach"]["address"] == doc["addresses"][0], name
+        assert doc["role"] == ("host" if name == "n1" else "peer")
+    assert docs["n2"]["listen"] is None
+
+
+def test_nobody_listening_is_refused_until_the_window_closes() -> None:
+    doc = reach.check(reach.Ask(f"127.0.0.1:{_port()}", 2, 1.0, "member"), "n2")
+    assert doc["reach"]["ok"] is False and doc["reach"]["error"] == "connection refused"
+    assert 0.9 <= doc["reach"]["seconds"] < 3.0
+
+
+def test_a_held_port_is_the_port_taken_cause() -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        doc = reach.check(reach.Ask(f"127.0.0.1:{port}", 2, 1.0, "host"), "n1")
+    listen = doc["listen"]
+    assert listen["ok"] is False and listen["cause"] == CAUSE_PORT_TAKEN
+    assert f"port {port}" in listen["error"] and "uid" in listen["holder"]
+    assert doc["reach"] is None  # no connect to a store that is not envtool's
+
+
+def test_resolution_only_when_no_listed_node_is_the_endpoint() -> None:
+    doc = reach.check(reach.Ask(f"127.0.0.1:{_port()}", 0, 5.0, "host"), "n1")
+    assert doc["addresses"] == ["127.0.0.1"] and doc["reach"] is None and doc["listen"] is None
+
+
+def test_a_name_that_does_not_resolve() -> None:
+    doc = reach.check(reach.Ask("no-such-node.invalid:29400", 3, 1.0, "member"), "n2")
+    assert doc["addresses"] == [] and doc["error"] and doc["reach"] is None
+
+
+def test_a_hanging_lookup_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A DNS server that never answers cannot be made here without touching the machine's
+    resolver: getaddrinfo is replaced by one that blocks."""
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: time.sleep(5))
+    start = time.monotonic()
+    addresses, error = reach.resolve("node1", limit=0.3)
+    assert addresses == [] and error == "name resolution did not finish within 0.3 s"
+    assert time.monotonic() - start < 2
+
+
+def test_the_arguments_the_controller_sends() -> None:
+    argv = ["--prefix", "/p", "--rdzv-check", "node1:29500", "--rdzv-nodes", "4",
+            "--rdzv-window", "7", "--allreduce", "-b", "8", "--rdzv-role", "host"]  # fmt: skip
+    ask, left = reach.asked(argv, {})
+    assert ask == reach.Ask("node1:29500", 4, 7.0, "host")
+    assert left == ["--prefix", "/p", "--allreduce", "-b", "8", "--rdzv-role", "host"]
+    ask, left = reach.asked(["--rdzv-check", "n1:1", "--rdzv-nodes", "2", "--rdzv-host-node",
+                             "n1"], {"SLURMD_NODENAME": "n1"})  # fmt: skip
+    assert ask is not None and ask.role == "host" and left == []
+    assert reach.asked(["--no-torch"], {}) == (None, ["--no-torch"])
+    assert reach.host_of("[fe80::1]:29400") == "fe80::1" and reach.host_of("n1") == "n1"
