@@ -68,6 +68,47 @@ NETWORK_RULES: dict[Kind, Rule] = {
         "modprobe nvidia_peermem (and load it at boot)",
         "`modprobe nvidia_peermem`, and add it to `/etc/modules-load.d/`",
     ),
+    # the rendezvous from every node (judge/rendezvous.py); across nodes each explains the
+    # run's allreduce-failed (rendezvous.explain_cluster: not per node, not pair by pair)
+    Kind.RDZV_UNRESOLVABLE: Rule(
+        Check.NETWORK, Severity.ERROR, None,
+        "the rendezvous host (`--rdzv-endpoint`, else `MASTER_ADDR`, else the first host) does "
+        "not resolve on a node (its getaddrinfo, bounded to 5 s); with `--allreduce cluster` "
+        "it explains the run's `allreduce-failed`",
+        "make {subject} resolve on that node (DNS or /etc/hosts), or give --rdzv-endpoint an "
+        "address",
+        "make the name resolve on every node, or use `--rdzv-endpoint ADDRESS:PORT`",
+    ),
+    Kind.RDZV_LOOPBACK: Rule(
+        Check.NETWORK, Severity.ERROR, None,
+        "the rendezvous host resolves to a loopback address (127.0.0.0/8, ::1) on a node, the "
+        "store's own node included (Debian's `127.0.1.1 <hostname>` line in /etc/hosts): "
+        "torchrun's store listens on loopback and the other nodes time out. Not said when "
+        "every node resolves one same loopback address and reached it there (nodes of one "
+        "machine); with `--allreduce cluster` it explains the run's `allreduce-failed`",
+        "map {subject} to the node's real address in /etc/hosts (not 127.0.1.1), or use "
+        "--rdzv-endpoint ADDRESS:PORT",
+        "replace the line `127.0.1.1 <name>` in /etc/hosts by the node's real address, or use "
+        "`--rdzv-endpoint ADDRESS:PORT`",
+    ),
+    Kind.RDZV_ADDRESS_DIFFERS: Rule(
+        Check.NETWORK, Severity.ERROR, None,
+        "the nodes resolve the rendezvous host to different addresses (a stale /etc/hosts, "
+        "split DNS): some nodes would wait at another machine; with `--allreduce cluster` it "
+        "explains the run's `allreduce-failed`",
+        "make {subject} resolve to one address on every node",
+        "make the name resolve to one address everywhere (DNS, /etc/hosts)",
+    ),
+    Kind.RDZV_UNREACHABLE: Rule(
+        Check.NETWORK, Severity.ERROR, None,
+        "a node could not open a TCP connection to the rendezvous port while envtool listened "
+        "there, on the store's node, before any torch process (3 s a try, retried until a "
+        "window of 10 s or a third of `--timeout` closed): a firewall between the two "
+        "(`DROP`: timed out; `REJECT`: refused). Names the node, the store's node and the "
+        "port; with `--allreduce cluster` it explains the run's `allreduce-failed`",
+        "open TCP {subject} to these nodes (nftables/iptables, security group)",
+        "open the rendezvous port to every node (firewall, security group)",
+    ),
     # the limits under the environment (judge/limits.py; thresholds: LimitsPolicy, the
     # policy file's limits: section)
     Kind.SHM_SMALL: Rule(

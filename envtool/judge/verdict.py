@@ -19,6 +19,7 @@ from envtool.judge import (
     network,
     packages,
     pairs,
+    rendezvous,
     runtime,
 )
 from envtool.judge.cluster_policy import ClusterPolicy
@@ -270,6 +271,8 @@ def decide(
     found += gpu_health.check(reports, policy.cluster.gpus, policy.gpu.min_gpus, machines)
     found += _no_cluster_result(reports, policy.allreduce)
     found = network.one_cause(found + network.check(reports, machines))
+    found += rendezvous.check(reports)
     paired = pairs.decide(pairs_run, policy.gpu) if pairs_run is not None else []
     found, paired = accepted(found, policy.cluster), accepted(paired, policy.cluster)
-    return explain(fold([*_one_cause(found), *paired]))
+    folded = fold([*_one_cause(found), *paired])
+    return explain(rendezvous.explain_cluster(folded, policy.allreduce))

@@ -1,0 +1,124 @@
+"""The rendezvous from every node (pure): the rendezvous host must resolve on every node, to
+one and the same address that is not loopback (on the node that hosts the store too), and
+its port must take a connection from every node while envtool listens there
+(envtool_node/reach.py). One cause, one finding: a node whose name lookup is already wrong
+is not also named unreachable, and across nodes (``--allreduce cluster``) these findings
+explain the run's failed all-reduce."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import replace
+
+from envtool.judge import consensus
+from envtool.judge.findings import Finding, Kind
+from envtool.judge.rules import severity
+from envtool.protocol import schemas
+from envtool.protocol.rdzv_types import RendezvousCheck
+from envtool.protocol.types import HostReport
+
+# what makes a cross-node all-reduce fail on every node (explain_cluster)
+CAUSES = (Kind.RDZV_UNRESOLVABLE, Kind.RDZV_LOOPBACK, Kind.RDZV_ADDRESS_DIFFERS,
+          Kind.RDZV_UNREACHABLE)  # fmt: skip
+
+
+def loopback(address: str) -> bool:
+    """127.0.0.0/8, ::1 (and an IPv4-mapped loopback)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return bool(ip.is_loopback or (mapped is not None and mapped.is_loopback))
+
+
+def _finding(kind: Kind, subject: str, expected: str, actual: str, host: str) -> Finding:
+    return Finding(kind, severity(kind), subject, expected, actual, (host,))
+
+
+def _one_machine(checks: dict[str, RendezvousCheck]) -> bool:
+    """Every node resolved the same loopback address and every connect there went through:
+    the nodes share one machine (test nodes on 127.0.0.x), where loopback is reachable."""
+    seen = {c.addresses for c in checks.values()}
+    if len(seen) != 1 or not all(loopback(a) for a in next(iter(seen))):
+        return False
+    connects = [c.reach for c in checks.values() if c.nodes >= 2]
+    return all(r is not None and r.ok for r in connects)
+
+
+def _names(checks: dict[str, RendezvousCheck]) -> tuple[list[Finding], set[str]]:
+    """Unresolvable, loopback and differing addresses; the hosts they name."""
+    out: list[Finding] = []
+    for host, c in checks.items():
+        if not c.addresses:
+            why = c.error or "no address"
+            out.append(_finding(Kind.RDZV_UNRESOLVABLE, c.host, "resolves", why, host))
+    resolved = {h: c for h, c in checks.items() if c.addresses}
+    if not _one_machine(resolved):
+        for host, c in resolved.items():
+            looped = [a for a in c.addresses if loopback(a)]
+            if looped:
+                actual = ", ".join(looped)
+                out.append(_finding(Kind.RDZV_LOOPBACK, c.host, "an address other nodes reach",
+                                    actual, host))  # fmt: skip
+    named = {h for f in out for h in f.hosts}
+    values = {h: ", ".join(sorted(c.addresses)) for h, c in resolved.items() if h not in named}
+    kind = Kind.RDZV_ADDRESS_DIFFERS
+    subject = next(iter(checks.values())).host
+    out += consensus.differences(values, kind, severity(kind), subject, kind)
+    return out, {h for f in out for h in f.hosts}
+
+
+def _port_taken(r: HostReport, c: RendezvousCheck) -> list[Finding]:
+    """The port held on the store's node, unless its all-reduce already says so."""
+    if c.listen is None or c.listen.cause != schemas.CAUSE_PORT_TAKEN:
+        return []
+    if r.allreduce is not None and r.allreduce.cause == schemas.CAUSE_PORT_TAKEN:
+        return []  # gpu.port_taken's finding: one cause, one finding
+    expected = f"port {c.port} free for envtool's store"
+    return [_finding(Kind.RDZV_PORT_TAKEN, "rendezvous", expected, c.listen.error, r.host)]
+
+
+def _unreachable(checks: dict[str, RendezvousCheck], store: str, named: set[str]) -> list[Finding]:
+    """Each node whose connect failed while the store's node listened."""
+    c = checks[store]
+    where = f"{store}:{c.port}"
+    out = []
+    for host, mine in checks.items():
+        reach = mine.reach
+        if host in named or reach is None or reach.ok:
+            continue
+        actual = f"{reach.error} (to {reach.address}:{c.port})"
+        out.append(_finding(Kind.RDZV_UNREACHABLE, where, f"a connection from {host}", actual,
+                            host))  # fmt: skip
+    return out
+
+
+def check(reports: Sequence[HostReport]) -> list[Finding]:
+    """The rendezvous findings over every node that checked it."""
+    checks = {r.host: r.rendezvous for r in reports if r.rendezvous is not None}
+    if not checks:
+        return []
+    out, named = _names(checks)
+    for r in reports:
+        c = r.rendezvous
+        if c is None or not c.is_host or c.listen is None:
+            continue
+        out += _port_taken(r, c)
+        if c.listen.ok:
+            out += _unreachable(checks, r.host, named)
+    return out
+
+
+def explain_cluster(found: list[Finding], mode: str) -> list[Finding]:
+    """Across nodes, a rendezvous finding explains the run's failed all-reduce on every node
+    (its ``allreduce-failed`` findings are dropped and counted on the first cause); per node
+    and pair by pair the all-reduces do not use this rendezvous, and stay."""
+    causes = [i for i, f in enumerate(found) if f.kind in CAUSES]
+    if mode != "cluster" or not causes:
+        return found
+    first = found[causes[0]]
+    out = [f for f in found if not (f.kind is Kind.ALLREDUCE_FAILED and f.subject == "all-reduce")]
+    dropped = len(found) - len(out)
+    return [replace(f, follows=f.follows + dropped) if f is first else f for f in out]

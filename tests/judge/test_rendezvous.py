@@ -1,0 +1,122 @@
+"""judge/rendezvous.py (pure): the rendezvous host unresolvable, on loopback, resolving
+differently, or its port unreachable from a node while envtool listened; one cause, one
+finding, and across nodes the failed all-reduce follows from it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from envtool.judge import gpu, rendezvous, verdict
+from envtool.judge.findings import Finding, Kind
+from envtool.protocol.rdzv_types import Listen, Reach, RendezvousCheck
+from envtool.protocol.schemas import CAUSE_PORT_TAKEN
+from envtool.protocol.types import AllReduceResult, HostReport
+
+A1 = "10.77.20.11"
+OK = Reach(True, "", 0.01, A1)
+DROPPED = Reach(False, "timed out after 3 s", 10.0, A1)
+HEARD = Listen(True, "", ("node1", "node2"))
+
+
+def _check(name: str, addresses: tuple[str, ...] = (A1,), reach: Reach | None = OK,
+           listen: Listen | None = None, error: str = "") -> HostReport:  # fmt: skip
+    role = "host" if name == "node1" else "peer"
+    check = RendezvousCheck("node1", 29400, role, addresses, error, reach, listen, 3)
+    return HostReport(name, node=name, rendezvous=check)
+
+
+def _healthy() -> list[HostReport]:
+    return [_check("node1", listen=replace(HEARD, peers=("node1", "node2", "node3"))),
+            _check("node2"), _check("node3")]  # fmt: skip
+
+
+def _kinds(found: list[Finding]) -> list[tuple[Kind, str, tuple[str, ...], str]]:
+    return [(f.kind, f.subject, f.hosts, f.actual) for f in found]
+
+
+def test_healthy_nodes_say_nothing() -> None:
+    assert rendezvous.check(_healthy()) == []
+    assert rendezvous.check([HostReport("node1"), HostReport("node2")]) == []  # not checked
+
+
+def test_a_name_that_does_not_resolve_on_one_node() -> None:
+    reports = _healthy()
+    reports[1] = _check("node2", (), None, error="Name or service not known")
+    assert _kinds(rendezvous.check(reports)) == [
+        (Kind.RDZV_UNRESOLVABLE, "node1", ("node2",), "Name or service not known")
+    ]
+
+
+def test_the_store_node_seeing_its_own_name_on_127_0_1_1() -> None:
+    reports = _healthy()
+    reports[0] = _check("node1", ("127.0.1.1",), replace(OK, address="127.0.1.1"),
+                        listen=replace(HEARD, peers=("node1", "node2", "node3")))  # fmt: skip
+    assert _kinds(rendezvous.check(reports)) == [
+        (Kind.RDZV_LOOPBACK, "node1", ("node1",), "127.0.1.1")
+    ]
+
+
+def test_nodes_of_one_machine_share_its_loopback() -> None:
+    """Test nodes on 127.0.0.x: every node resolves one loopback address and reached it."""
+    here = ("127.0.0.2",)
+    reach = replace(OK, address=here[0])
+    reports = [_check("node1", here, reach, HEARD), _check("node2", here, reach)]
+    assert rendezvous.check(reports) == []
+    reports[1] = _check("node2", here, replace(DROPPED, address=here[0]))
+    assert {f.kind for f in rendezvous.check(reports)} == {Kind.RDZV_LOOPBACK}
+
+
+def test_a_node_that_resolves_elsewhere_is_not_also_unreachable() -> None:
+    reports = _healthy()
+    reports[2] = _check("node3", ("10.77.20.99",), replace(DROPPED, address="10.77.20.99"))
+    found = rendezvous.check(reports)
+    assert [(f.kind, f.hosts) for f in found] == [(Kind.RDZV_ADDRESS_DIFFERS, ("node3",))]
+    assert (found[0].expected, found[0].actual) == (A1, "10.77.20.99")
+
+
+def test_a_blocked_port_names_the_node_the_store_and_the_port() -> None:
+    reports = _healthy()
+    reports[0] = _check("node1", listen=HEARD)
+    reports[2] = _check("node3", reach=DROPPED)
+    assert _kinds(rendezvous.check(reports)) == [
+        (Kind.RDZV_UNREACHABLE, "node1:29400", ("node3",), f"timed out after 3 s (to {A1}:29400)")
+    ]
+
+
+def test_no_unreachable_without_a_listener() -> None:
+    """The store's node did not answer, or could not listen: the peers' failures say
+    nothing about a firewall."""
+    peers = [_check("node2", reach=DROPPED), _check("node3", reach=DROPPED)]
+    assert rendezvous.check([HostReport("node1"), *peers]) == []
+    failed = _check("node1", listen=Listen(False, "Permission denied", ()))
+    assert rendezvous.check([failed, *peers]) == []
+
+
+def test_a_held_port_is_one_port_taken_finding() -> None:
+    taken = Listen(False, "rendezvous port 29400 on this node is already taken by uid 0", (),
+                   CAUSE_PORT_TAKEN, "uid 0")  # fmt: skip
+    reports = [_check("node1", reach=None, listen=taken), _check("node2"), _check("node3")]
+    assert [(f.kind, f.hosts) for f in rendezvous.check(reports)] == [
+        (Kind.RDZV_PORT_TAKEN, ("node1",))
+    ]
+    ar = AllReduceResult("gloo", 0, error=taken.error, cause=CAUSE_PORT_TAKEN, port=29400)
+    reports[0] = replace(reports[0], allreduce=ar)  # the all-reduce says it: not twice
+    assert rendezvous.check(reports) == []
+
+
+def _failed_run(reports: list[HostReport]) -> list[HostReport]:
+    ar = AllReduceResult("gloo", 2, error="rendezvous timed out")
+    return [replace(r, allreduce=ar) for r in reports]
+
+
+def test_across_nodes_the_failed_all_reduce_follows_from_it() -> None:
+    reports = _healthy()
+    reports[0] = _check("node1", listen=HEARD)
+    reports[2] = _check("node3", reach=DROPPED)
+    policy = verdict.Policy(gpu.GpuPolicy(min_gpus=0), "cluster")
+    found = verdict.decide(_failed_run(reports), None, policy)
+    assert [(f.kind, f.hosts) for f in found] == [(Kind.RDZV_UNREACHABLE, ("node3",))]
+    assert found[0].follows >= 1
+    # per node, the all-reduces do not use this rendezvous: their failures stay
+    per_node = verdict.decide(_failed_run(reports), None, replace(policy, allreduce="node"))
+    assert {f.kind for f in per_node} == {Kind.RDZV_UNREACHABLE, Kind.ALLREDUCE_FAILED}
