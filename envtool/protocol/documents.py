@@ -28,6 +28,8 @@ from envtool.protocol.fields import (
     string,
 )
 from envtool.protocol.net_types import Network
+from envtool.protocol.rdzv_fields import read_rendezvous
+from envtool.protocol.rdzv_types import RendezvousCheck
 from envtool.protocol.types import (
     AllReduceResult,
     DdpSmoke,
@@ -310,6 +312,7 @@ class NodeDocument:
     problems: tuple[Problem, ...]
     gpus: gpu_types.GpuLayer | None = None
     network: Network | None = None
+    rendezvous: RendezvousCheck | None = None
     limits: limit_types.Limits | None = None
     clock: limit_types.ClockReading | None = None  # the node's clock when it printed
 
@@ -345,6 +348,7 @@ def read_node(text: str, source: str) -> NodeDocument:
     allreduce = _part(doc, "allreduce", read_allreduce, problems)
     gpus = _part(doc, "gpus", gpu_fields.read_gpus, problems)
     network = _part(doc, "network", net_fields.read_network, problems)
+    rendezvous = _part(doc, "rendezvous", read_rendezvous, problems)
     limits, clock = (_part(doc, key, read, problems) for key, read in limit_fields.PARTS)
     if env is None and facts is None and allreduce is None and gpus is None and not problems:
         problems.append(Problem("answer", ProblemKind.EMPTY, "neither an export nor GPU facts"))
@@ -352,4 +356,5 @@ def read_node(text: str, source: str) -> NodeDocument:
     return NodeDocument(
         node[:253] if isinstance(node, str) else "", str(doc.get("prefix") or "")[:500],
         env, facts, allreduce, tuple(problems), gpus, network=network, limits=limits, clock=clock,
+        rendezvous=rendezvous,
     )  # fmt: skip

@@ -10,6 +10,7 @@ FACTS = _node.FACTS
 ALLREDUCE = _node.ALLREDUCE
 EXPORT = _node.EXPORT
 DDP_SMOKE = _node.DDP_SMOKE
+RENDEZVOUS = _node.RENDEZVOUS  # a part of the node document
 LIMITS = _node.LIMITS  # a part of the node document
 NETWORK = _node.NETWORK
 # What envtool prints.

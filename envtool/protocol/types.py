@@ -10,6 +10,7 @@ from envtool.nccl.model import NcclDevice, NcclRow, large_floor, peak_busbw
 from envtool.protocol.gpu_types import GpuLayer
 from envtool.protocol.limit_types import Limits
 from envtool.protocol.net_types import Network
+from envtool.protocol.rdzv_types import RendezvousCheck
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,7 @@ class HostReport:
     prefix: str = ""  # the environment the node probed (its own words)
     gpus: GpuLayer | None = None  # the cards read without torch; None: the node sent none
     network: Network | None = None  # interfaces and IB ports; None: the node sent none
+    rendezvous: RendezvousCheck | None = None  # the rendezvous from this node (reach.py)
     limits: Limits | None = None  # /dev/shm, ulimits, kernel, glibc; None: the node sent none
     clock_offset: tuple[float, float] | None = None  # (node clock - ours, ± bound) in seconds
 

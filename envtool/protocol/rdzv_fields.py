@@ -1,0 +1,60 @@
+"""The strict reader of a node's ``rendezvous`` part (envtool.rendezvous/1) into
+rdzv_types.RendezvousCheck: every value checked and cut; anything else is Malformed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envtool.protocol import schemas
+from envtool.protocol.fields import Malformed, count, listing, mapping, number, string
+from envtool.protocol.rdzv_types import Listen, Reach, RendezvousCheck
+
+MAX_ADDRESSES = 64
+MAX_PEERS = 4096
+
+
+def _flag(doc: dict[str, Any], key: str) -> bool:
+    value = doc.get(key)
+    if not isinstance(value, bool):
+        raise Malformed(f"'{key}' must be true or false")
+    return value
+
+
+def _reach(value: Any) -> Reach | None:
+    if value is None:
+        return None
+    doc = mapping(value, "rendezvous reach")
+    return Reach(_flag(doc, "ok"), string(doc, "error", 200) or "", number(doc, "seconds"),
+                 string(doc, "address", 100) or "")  # fmt: skip
+
+
+def _listen(value: Any) -> Listen | None:
+    if value is None:
+        return None
+    doc = mapping(value, "rendezvous listen")
+    peers = listing(doc.get("peers"), "rendezvous listen peers")[:MAX_PEERS]
+    return Listen(
+        _flag(doc, "ok"), string(doc, "error", 300) or "",
+        tuple(str(p)[:200] for p in peers if isinstance(p, str)),
+        string(doc, "cause", 50) or "", string(doc, "holder", 200) or "",
+    )  # fmt: skip
+
+
+def read_rendezvous(value: Any) -> RendezvousCheck:
+    """envtool.rendezvous/1 → RendezvousCheck."""
+    doc = mapping(value, "rendezvous")
+    if doc.get("schema") != schemas.RENDEZVOUS:
+        raise Malformed(f"rendezvous: schema {str(doc.get('schema'))[:60]!r}")
+    role = string(doc, "role", 10)
+    if role not in ("host", "peer"):
+        raise Malformed("rendezvous: 'role' must be host or peer")
+    port = count(doc, "port")
+    if not 0 < port < 65536:
+        raise Malformed("rendezvous: 'port' must be 1-65535")
+    addresses = listing(doc.get("addresses"), "rendezvous addresses")[:MAX_ADDRESSES]
+    return RendezvousCheck(
+        string(doc, "host", 253) or "", port, role,
+        tuple(str(a)[:100] for a in addresses if isinstance(a, str)),
+        string(doc, "error", 200) or "", _reach(doc.get("reach")), _listen(doc.get("listen")),
+        count(doc, "nodes", 0),
+    )  # fmt: skip
