@@ -1,0 +1,44 @@
+"""envtool/policy.py: the --policy file read strictly (bounded, line-numbered errors)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+from envtool import policy
+from envtool.errors import InputError
+from envtool.judge.cluster_policy import GpuExpect
+from envtool.judge.kinds import Kind
+
+
+def test_the_documented_example_loads() -> None:
+    read = policy.read(REPO / "docs" / "policy.example.yml")
+    assert read.gpus == GpuExpect("H100", 8, 81559, False, 512, True)
+    assert read.accept == frozenset({Kind.GPU_PCIE_DEGRADED})
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("gpus:\n  modle: H100\n", ":2: unknown key gpus.modle"),
+        ("gpu:\n  model: H100\n", ":1: unknown key 'gpu'"),
+        ("gpus:\n  count: -1\n", ":2: gpus.count must be a whole number"),
+        ("gpus:\n  mig_allowed: 1\n", ":2: gpus.mig_allowed must be true or false"),
+        ("accept:\n  - gpu-busy\n  - gpu-bussy\n", ":3: accept: 'gpu-bussy' is no finding kind"),
+        ("- gpus\n", "a policy file is a mapping"),
+        ("gpus: [1\n", "invalid YAML"),
+    ],
+)
+def test_bad_input_names_the_line(tmp_path: Path, text: str, said: str) -> None:
+    path = tmp_path / "policy.yml"
+    path.write_text(text)
+    with pytest.raises(InputError, match=None) as err:
+        policy.read(path)
+    assert said in str(err.value)
+
+
+def test_an_empty_file_is_the_defaults(tmp_path: Path) -> None:
+    (tmp_path / "p.yml").write_text("")
+    assert policy.read(tmp_path / "p.yml").gpus == GpuExpect()
