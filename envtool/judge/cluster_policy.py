@@ -5,9 +5,10 @@ verify holds every cluster to without a file."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from envtool.judge.kinds import Kind
+from envtool.judge.limits import LimitsPolicy
 
 
 @dataclass(frozen=True)
@@ -24,8 +25,9 @@ class GpuExpect:
 
 @dataclass(frozen=True)
 class ClusterPolicy:
-    """The whole policy file (issue 28 adds its ``limits:`` section beside ``gpus:``)."""
+    """The whole policy file: ``gpus:``, ``limits:`` (judge/limits.py) and ``accept:``."""
 
     gpus: GpuExpect = GpuExpect()
+    limits: LimitsPolicy = field(default_factory=LimitsPolicy)  # shm, ulimit -n, clock skew
     accept: frozenset[Kind] = frozenset()  # known differences: these kinds become info
     source: str = ""  # the file it was read from ("": the defaults)

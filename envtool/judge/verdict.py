@@ -16,6 +16,7 @@ from envtool.judge import (
     critical,
     gpu,
     gpu_health,
+    limits,
     network,
     packages,
     pairs,
@@ -269,6 +270,7 @@ def decide(
         found += runtime.check(r, lock)
     found += gpu.check(reports, policy.gpu, machines)
     found += gpu_health.check(reports, policy.cluster.gpus, policy.gpu.min_gpus, machines)
+    found += limits.check(reports, policy.cluster.limits, machines)
     found += _no_cluster_result(reports, policy.allreduce)
     found = network.one_cause(found + network.check(reports, machines))
     found += rendezvous.check(reports)

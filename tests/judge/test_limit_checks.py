@@ -128,3 +128,42 @@ def test_two_nodes_that_differ_are_one_finding_without_a_majority() -> None:
     (f,) = got
     assert f.subject == "glibc" and f.hosts == ("a", "b")
     assert dict(f.spread) == {"2.36": ("a",), "not glibc": ("b",)}
+
+
+def _decide(reports: list[HostReport], policy: limitchecks.LimitsPolicy = POLICY) -> list[Finding]:
+    from envtool.judge import gpu, verdict
+    from envtool.judge.cluster_policy import ClusterPolicy
+
+    cluster = ClusterPolicy(limits=policy)
+    return verdict.decide(reports, None, verdict.Policy(gpu.GpuPolicy(min_gpus=0), cluster=cluster))
+
+
+def test_verify_s_verdict_holds_the_policy_s_limits() -> None:
+    reports = [host("a"), host("b", replace(HEALTHY, shm_bytes=64 * MiB))]
+    assert [(f.kind, f.hosts) for f in _decide(reports)] == [(Kind.SHM_SMALL, ("b",))]
+    assert _decide(reports, limitchecks.LimitsPolicy(shm_min_bytes=64 * MiB)) == []
+
+
+def test_a_node_clock_shifted_by_five_minutes_is_named_through_its_answer() -> None:
+    """No clock can be set wrong here without changing the system's: the node's answer is made
+    with its time shifted by 300 s, as a node whose clock is 5 minutes ahead would print it."""
+    import json
+    import time
+
+    from envtool.protocol.answers import host_report
+    from envtool.protocol.types import Answer
+
+    def answer(name: str, shift: float) -> Answer:
+        started = time.time()
+        doc = {"schema": "envtool.node/1", "node": name, "prefix": "/p",
+               "facts": {"schema": "envtool.gpu-facts/1"},
+               "limits": {"schema": "envtool.limits/1", "shm_bytes": 8 * GiB,
+                          "nofile": [1048576, 1048576], "memlock": [-1, -1],
+                          "kernel": "6.1.0-18-amd64", "glibc": "2.36"},
+               "clock": {"time": started + 0.4 + shift, "elapsed": 0.3}}  # fmt: skip
+        return Answer(name, 0, json.dumps(doc), "", 0.6, started=started)
+
+    reports = [host_report(answer("a", 0.0)), host_report(answer("b", 300.0))]
+    (f,) = [f for f in _decide(reports) if f.kind is not Kind.CUDA_UNAVAILABLE]  # info, CPU
+    assert (f.kind, f.severity, f.hosts) == (Kind.CLOCK_SKEW, Severity.WARNING, ("b",))
+    assert labels.words(f).actual == "300.0 s ahead of envtool's (± 0.1 s)"
