@@ -4,6 +4,7 @@ unknown key refused with its line: exit 2 on bad input, before any node is conta
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import fields, replace
 from pathlib import Path
@@ -13,6 +14,7 @@ from envtool import yamlio
 from envtool.errors import InputError
 from envtool.judge.cluster_policy import ClusterPolicy, GpuExpect
 from envtool.judge.kinds import Kind
+from envtool.judge.limits import LimitsPolicy
 
 MAX_POLICY = 1 << 20  # bytes
 _GPU_TYPES: dict[str, type] = {"model": str, "count": int, "memory_mib": int,
@@ -54,8 +56,51 @@ def _accept(value: Any, path: Path) -> frozenset[Kind]:
     return frozenset(kinds)
 
 
-# Each top-level section and its reader (issue 28's ``limits:`` joins here).
-SECTIONS: dict[str, Callable[[Any, Path], Any]] = {"gpus": _gpus, "accept": _accept}
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
+
+
+def size_bytes(value: Any) -> int | None:
+    """``1GiB``, ``512M``, ``8g`` (binary units, as docker's ``--shm-size``) or a whole number
+    of bytes; None when it is neither."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value >= 0 else None
+    match = _SIZE.fullmatch(value.strip()) if isinstance(value, str) else None
+    if match is None:
+        return None
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def _seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e9
+
+
+def _limits(value: Any, path: Path) -> LimitsPolicy:
+    """The ``limits:`` section: shm_min (a size), nofile_min (a count), clock_skew_s (seconds)."""
+    if not isinstance(value, dict):
+        raise InputError(f"{_where(path, value)}: 'limits' must be a mapping")
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        where = _where(path, value, key)
+        if key == "shm_min" and (size := size_bytes(item)) is not None:
+            out["shm_min_bytes"] = size
+        elif key == "nofile_min" and isinstance(item, int) and not isinstance(item, bool):
+            out["nofile_min"] = max(0, item)
+        elif key == "clock_skew_s" and _seconds(item):
+            out["clock_skew_s"] = float(item)
+        elif key in ("shm_min", "nofile_min", "clock_skew_s"):
+            what = {"shm_min": "a size (1GiB, 512M, or bytes)", "nofile_min": "a whole number",
+                    "clock_skew_s": "seconds above 0"}[key]  # fmt: skip
+            raise InputError(f"{where}: limits.{key} must be {what}")
+        else:
+            raise InputError(f"{where}: unknown key limits.{key} (known: shm_min, nofile_min, "
+                             "clock_skew_s)")  # fmt: skip
+    return LimitsPolicy(**out)
+
+
+# Each top-level section and its reader.
+SECTIONS: dict[str, Callable[[Any, Path], Any]] = {"gpus": _gpus, "limits": _limits,
+                                                   "accept": _accept}  # fmt: skip
 
 
 def read(path: Path) -> ClusterPolicy:

@@ -11,12 +11,14 @@ from envtool import policy
 from envtool.errors import InputError
 from envtool.judge.cluster_policy import GpuExpect
 from envtool.judge.kinds import Kind
+from envtool.judge.limits import LimitsPolicy
 
 
 def test_the_documented_example_loads() -> None:
     read = policy.read(REPO / "docs" / "policy.example.yml")
     assert read.gpus == GpuExpect("H100", 8, 81559, False, 512, True)
     assert read.accept == frozenset({Kind.GPU_PCIE_DEGRADED})
+    assert read.limits == LimitsPolicy(1024**3, 65536, 1.0)
 
 
 @pytest.mark.parametrize(
@@ -29,6 +31,10 @@ def test_the_documented_example_loads() -> None:
         ("accept:\n  - gpu-busy\n  - gpu-bussy\n", ":3: accept: 'gpu-bussy' is no finding kind"),
         ("- gpus\n", "a policy file is a mapping"),
         ("gpus: [1\n", "invalid YAML"),
+        ("limits:\n  shm_min: 1 gallon\n", ":2: limits.shm_min must be a size"),
+        ("limits:\n  nofile: 1024\n", ":2: unknown key limits.nofile"),
+        ("limits:\n  clock_skew_s: 0\n", ":2: limits.clock_skew_s must be seconds above 0"),
+        ("limits:\n  nofile_min: 1e5\n", ":2: limits.nofile_min must be a whole number"),
     ],
 )
 def test_bad_input_names_the_line(tmp_path: Path, text: str, said: str) -> None:
@@ -37,6 +43,17 @@ def test_bad_input_names_the_line(tmp_path: Path, text: str, said: str) -> None:
     with pytest.raises(InputError, match=None) as err:
         policy.read(path)
     assert said in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("1GiB", 1024**3), ("512M", 512 * 1024**2), ("8g", 8 * 1024**3), ("2 GB", 2 * 1024**3),
+     ("1.5G", 3 * 1024**3 // 2), ("67108864", 67108864)],
+)  # fmt: skip
+def test_shm_min_reads_docker_s_sizes(tmp_path: Path, text: str, size: int) -> None:
+    path = tmp_path / "policy.yml"
+    path.write_text(f"limits:\n  shm_min: {text}\n  clock_skew_s: 5\n")
+    assert policy.read(path).limits == LimitsPolicy(shm_min_bytes=size, clock_skew_s=5.0)
 
 
 def test_an_empty_file_is_the_defaults(tmp_path: Path) -> None:
