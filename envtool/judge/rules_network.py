@@ -132,7 +132,7 @@ NETWORK_RULES: dict[Kind, Rule] = {
     ),
     Kind.NOFILE_LOW: Rule(
         Check.LIMITS, Severity.WARNING, None,
-        "the open-files limit (`ulimit -n`, soft) is below the threshold (65536 unless the "
+        "the open-files limit (`ulimit -n`, soft) is below the threshold (8192 unless the "
         "policy says otherwise): DataLoader workers (torch's `file_descriptor` sharing keeps a "
         "descriptor per tensor in flight) and NCCL's sockets run out (\"Too many open files\")",
         "",

@@ -68,7 +68,8 @@ def test_memlock_below_unlimited_matters_only_where_ib_is_present() -> None:
 
 @pytest.mark.parametrize(
     ("nofile", "policy", "low"),
-    [((1024, 524288), POLICY, True), ((65536, 65536), POLICY, False), ((-1, -1), POLICY, False),
+    [((1024, 524288), POLICY, True), ((4096, 4096), POLICY, True),
+     ((20000, 20000), POLICY, False), ((-1, -1), POLICY, False),
      ((4096, 4096), limitchecks.LimitsPolicy(nofile_min=4096), False),
      ((4095, -1), limitchecks.LimitsPolicy(nofile_min=4096), True)],
 )  # fmt: skip
@@ -83,7 +84,7 @@ def test_nofile_soft_limit_against_the_threshold(
 def test_nofile_words_say_the_hard_limit_the_job_can_raise_to() -> None:
     (f,) = limitchecks.check([host("a", replace(HEALTHY, nofile=(1024, 524288)))], POLICY)
     w = labels.words(f)
-    assert (w.expected, w.actual) == ("at least 65536 (soft)", "1024 (hard 524288)")
+    assert (w.expected, w.actual) == ("at least 8192 (soft)", "1024 (hard 524288)")
     assert "ulimit -n" in w.fix and "524288" in w.fix
 
 
