@@ -150,14 +150,73 @@ def _verify_args(
 
 @click.command()
 @opt.cluster_checks(allreduce="cluster", timeout=300.0)
-def preflight(**checks: Any) -> int:
-    """Check this Slurm allocation before training starts (put it at the top of a job script)."""
+@click.option("--no-lock", is_flag=True, help="Compare nodes with each other only.")
+@opt.platform
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="This node only, for a Slurm Prolog/HealthCheckProgram: its GPUs, package records "
+    "and network/limits, without torch or an all-reduce (no SLURM_JOB_ID needed).",
+)
+@click.option(
+    "--drain-reason",
+    is_flag=True,
+    help="--quick: print only a one-line reason for scontrol's drain (nothing when healthy).",
+)
+@click.option(
+    "--policy", "policy_file", type=PathArg, metavar="FILE", help="--quick: the site's policy."
+)
+def preflight(
+    no_lock: bool,
+    platform: str,
+    quick: bool,
+    drain_reason: bool,
+    policy_file: Path | None,
+    **checks: Any,
+) -> int:
+    """Check this Slurm allocation before training starts (put it at the top of a job script);
+    --quick: this node alone, in a Slurm prolog."""
+    c = opt.ClusterChecks.of(checks)
+    lock_path = None if no_lock else c.lockfile
+    if quick:
+        return _quick(c, lock_path, platform, drain_reason, policy_file)
+    if drain_reason or policy_file is not None:
+        raise click.UsageError("--drain-reason and --policy go with --quick")
     from envtool.cluster.options import FanoutOptions
     from envtool.commands import preflight as command
 
-    c = opt.ClusterChecks.of(checks)
     fan = FanoutOptions(transport="slurm", timeout=c.timeout, prefix=c.prefix)
-    return command.run(_verify_args(c, None, c.lockfile, fan))
+    return command.run(_verify_args(c, None, lock_path, fan, platform))
+
+
+def _quick(
+    c: opt.ClusterChecks,
+    lock_path: Path | None,
+    platform: str,
+    drain_reason: bool,
+    policy_file: Path | None,
+) -> int:
+    from envtool.commands import preflight_quick as command
+    from envtool.judge.cluster_policy import ClusterPolicy
+
+    source = click.get_current_context().get_parameter_source
+    default = click.core.ParameterSource.DEFAULT
+    cluster_only = ("allreduce", "allreduce_args", "rdzv_endpoint", "min_busbw", "baseline",
+                    "junit_file")  # fmt: skip
+    asked = [f"--{n.replace('_', '-')}" for n in cluster_only if source(n) is not default]
+    if asked:
+        raise click.UsageError(
+            f"--quick runs no all-reduce and writes no JUnit: {', '.join(asked)}"
+        )
+    policy = ClusterPolicy()
+    if policy_file is not None:
+        from envtool import policy as policy_reader
+
+        policy = policy_reader.read(policy_file)
+    prefix = Path(c.prefix) if c.prefix else None
+    return command.run(
+        command.QuickArgs(lock_path, prefix, platform, c.min_gpus, policy, drain_reason)
+    )
 
 
 @click.command()

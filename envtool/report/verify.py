@@ -139,7 +139,8 @@ def _compared(verdict: Verdict) -> str:
     if loaded:
         levels.append("what each python loads (interpreter, torch, NCCL, cuDNN)")
     against = "against the lock and each other" if verdict.lock_path else "between the nodes"
-    missing = len(verdict.reports) - len(loaded)
+    # a host that sent facts without the runtime (none at all: preflight --quick, a failed part)
+    missing = sum(1 for r in verdict.reports if r.facts is not None and r.facts.runtime is None)
     note = f"; no runtime from {missing} host(s) (an older probe)" if missing else ""
     checked = f"compared {against}: {', '.join(levels) or 'package records'}{note}"
     unchecked = f"\nnot checked: {', '.join(verdict.unchecked)}" if verdict.unchecked else ""

@@ -1,0 +1,107 @@
+"""``envtool preflight --quick``: this node alone, fast enough for a Slurm ``Prolog`` or
+``HealthCheckProgram``: its GPU layer, its package records against the lock and its network
+and limits, read in this process by the node package's own code (cluster/here.py) and judged
+by verify's judge. No torch is imported, no all-reduce runs, no SLURM_JOB_ID is needed.
+
+``--drain-reason`` prints only the line ``scontrol update ... reason=`` takes (nothing when
+the node is healthy)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from envtool.cluster import here
+from envtool.judge import gpu, quick, verdict
+from envtool.judge.cluster_policy import ClusterPolicy
+from envtool.judge.findings import exit_code
+from envtool.models import Environment
+
+if TYPE_CHECKING:
+    from envtool.lock.lockfile import Lockfile
+
+UNCHECKED = ("what python loads (--quick imports no torch; verify and preflight do)",)
+
+
+@dataclass(frozen=True)
+class QuickArgs:
+    """What ``preflight --quick`` was asked to do."""
+
+    lock_path: Path | None  # None: --no-lock
+    prefix: Path | None
+    platform: str = "linux-64"
+    min_gpus: int = 1
+    policy: ClusterPolicy = field(default_factory=ClusterPolicy)
+    drain_reason: bool = False
+
+
+def _prefix(args: QuickArgs, sources: tuple[str, ...]) -> Path | None:
+    """``--prefix``, else the lock's environment by its name in conda's env dirs (else
+    $CONDA_PREFIX); with a lock and none found, the first place looked: the node then says
+    the environment is missing, as verify's nodes do. None: no lock, no prefix."""
+    from envtool.lock import prefixes
+
+    if args.prefix is not None or args.lock_path is None:
+        return args.prefix
+    name = _env_name(args.lock_path, sources) or "ddp"
+    looked = prefixes.candidates(name)
+    return next((p for p in looked if (p / "conda-meta").is_dir()), looked[0])
+
+
+def _env_name(lock_path: Path, sources: tuple[str, ...]) -> str:
+    from envtool.errors import InputError
+    from envtool.lock import spec
+
+    for source in sources:
+        candidate = lock_path.parent / source
+        if candidate.name.endswith((".yml", ".yaml")) and candidate.is_file():
+            try:
+                return spec.read_env(candidate).name
+            except InputError:
+                return ""
+    return ""
+
+
+def _from_lock(data: Lockfile, source: str, platform: str) -> Environment:
+    from envtool.environments import from_lock  # only when the lock is not in the cache
+
+    return from_lock(data, source, platform)
+
+
+def decide(args: QuickArgs) -> verdict.Verdict:
+    """This node read and judged (InputError for a lock that cannot be read)."""
+    from envtool.lock import cached
+
+    start = time.monotonic()
+    lock: Environment | None = None
+    sources: tuple[str, ...] = ()
+    if args.lock_path is not None:
+        locked = cached.read(args.lock_path, args.platform, _from_lock)
+        lock, sources = locked.env, locked.sources
+    report = here.report(_prefix(args, sources))
+    # verify's judge with torch's device count left out (min 0: no facts here), then the
+    # count of the GPUs the node read without torch
+    policy = verdict.Policy(gpu.GpuPolicy(0, gpu.locked_cuda(lock)), "off", args.policy)
+    found = verdict.decide([report], lock, policy) + quick.gpu_count(report, args.min_gpus)
+    return verdict.Verdict((report,), tuple(found), str(args.lock_path or ""),
+                           time.monotonic() - start, unchecked=UNCHECKED)  # fmt: skip
+
+
+def run(args: QuickArgs) -> int:
+    """1 when any finding is an error: the node should not take the job."""
+    result = decide(args)
+    if args.drain_reason:
+        from envtool.report import drain
+
+        line = drain.reason(result.findings)
+        if line:
+            click.echo(line)
+    else:
+        from envtool.report import verify as report
+
+        report.show(result, "table", None)
+    return exit_code(result.findings)
