@@ -1,0 +1,134 @@
+"""The limits under the environment (issue 28 item 4) end to end: three namespaced sshd nodes
+(tests/fixtures/netns.py), node2 with a private 64 MiB tmpfs on /dev/shm (its own mount
+namespace) and node3 under ``ulimit -n 256`` (its sshd's, which its sessions inherit): each is
+named on its own node, node1 says nothing. And the docker transport: Docker's default
+/dev/shm (64 MiB) is shm-small, a container given --shm-size=2g is not. Clock skew cannot be
+made here without changing the system clock: tests/judge/test_limit_checks.py shifts the
+node's time in its answer instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import RUNTIME_ENV, VIRTUAL_CUDA, Project, require
+from fixtures import dockerd, netns, runtime
+
+from envtool.judge.kinds import Check
+from envtool.judge.rules_network import NETWORK_RULES
+
+LIMITS = {k.value for k, rule in NETWORK_RULES.items() if rule.check is Check.LIMITS}
+SETUP = {2: "mount -t tmpfs -o size=64m tmpfs /dev/shm", 3: "ulimit -n 256"}
+
+
+@dataclass
+class Rig:
+    lab: netns.Lab
+    project: Project
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory, python_channel: Path) -> Iterator[Rig]:
+    """One lab for the module: three nodes whose sessions find a prefix with this torch."""
+    require(netns.available(), "needs root, iproute2 (ip, tc), unshare and sshd")
+    require(runtime.torch_version() is not None, "torch is not installed (pip install torch)")
+    root = tmp_path_factory.mktemp("limits")
+    (root / "proj").mkdir()
+    (root / "proj" / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
+    project = Project(root / "proj", python_channel, root / "cache")
+    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
+    assert project.run("lock")[0] == 0
+    prefix = root / "env"
+    assert project.run("install", "--prefix", str(prefix))[0] == 0
+    (root / "tmp").mkdir()
+    env = {"CONDA_PREFIX": str(prefix), "TMPDIR": str(root / "tmp")}
+    with netns.lab(root / "lab", 3, env, SETUP) as lab:
+        yield Rig(lab, project)
+
+
+def _limits(findings: list[dict[str, object]]) -> list[tuple[object, ...]]:
+    return sorted((f["kind"], f["severity"], f["hosts"], " ".join(str(f["actual"]).split()))
+                  for f in findings if f["kind"] in LIMITS)  # fmt: skip
+
+
+def test_each_limit_is_named_on_its_own_node(rig: Rig) -> None:
+    code, out, err = rig.project.run(
+        "verify", "--hosts", "node[1-3]", "-F", str(rig.lab.cluster.ssh_config),
+        "--min-gpus", "0", "--format", "json", "--timeout", "60",
+    )  # fmt: skip
+    assert out, err
+    findings = json.loads(out)["findings"]
+    assert _limits(findings) == [
+        ("nofile-low", "warning", ["node3"], "256 (hard 256)"),
+        ("shm-small", "error", ["node2"], "64 MiB"),
+    ]
+    assert code == 1  # the /dev/shm error
+
+
+def test_the_table_names_the_fix(rig: Rig) -> None:
+    code, out, _ = rig.project.run(
+        "verify", "--hosts", "node[1-2]", "-F", str(rig.lab.cluster.ssh_config),
+        "--min-gpus", "0", "--timeout", "60",
+    )  # fmt: skip
+    text = " ".join(out.split())
+    assert code == 1 and "shm-small" in text and "--shm-size=8g" in text, text[-3000:]
+
+
+def _docker_verify(eng: dockerd.Engine, proj: Path, *args: str) -> list[dict[str, object]]:
+    out = subprocess.run(
+        [str(Path(sys.executable).parent / "envtool"), "verify", "--transport", "docker",
+         "--hosts", "image", "--no-lock", "--prefix", "/env", "--min-gpus", "0",
+         "--format", "json", *args],
+        cwd=proj, env={**os.environ, "DOCKER_HOST": eng.host}, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert out.stdout, out.stderr[-3000:]
+    findings = json.loads(out.stdout)["findings"]
+    assert isinstance(findings, list)
+    return findings
+
+
+def test_docker_s_default_shm_is_named(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """An image whose /env holds a python (the base image's) and an empty conda-meta; run by
+    the docker transport as docker runs it by default (64 MiB /dev/shm), then inside a
+    container started with --shm-size=2g (docker exec)."""
+    require(dockerd.available(), "docker.io and debootstrap are not installed")
+    cache = Path(os.environ.get("ENVTOOL_TEST_CACHE", Path.home() / ".cache" / "envtool-tests"))
+    eng = dockerd.start_engine(tmp_path_factory.mktemp("docker"))  # a short socket path
+    try:
+        base = dockerd.base_image(eng, cache)
+        tag = f"lab/limits:{os.getpid()}"
+        (tmp_path / "ctx").mkdir()
+        (tmp_path / "ctx" / "Dockerfile").write_text(
+            f"FROM {base}\nRUN mkdir -p /env/conda-meta /env/bin && ln -s /usr/bin/python3 "
+            "/env/bin/python\n"
+        )
+        docker = ["docker", "-H", eng.host]
+        made = subprocess.run([*docker, "build", "--network", "none", "-q", "-t", tag,
+                               str(tmp_path / "ctx")], capture_output=True, text=True,
+                              timeout=300, check=False)  # fmt: skip
+        assert made.returncode == 0, made.stderr
+        shm = [(f["kind"], f["actual"]) for f in _docker_verify(eng, tmp_path, "--image", tag)
+               if f["kind"] == "shm-small"]  # fmt: skip
+        assert shm == [("shm-small", "64 MiB")]
+        name = f"envtool-limits-{os.getpid()}"
+        run = [*docker, "run", "-d", "--rm", "--network", "none", "--shm-size=2g", "--name",
+               name, tag, "sleep", "300"]  # fmt: skip
+        started = subprocess.run(run, capture_output=True, text=True, timeout=120, check=False)
+        assert started.returncode == 0, started.stderr
+        try:
+            found = _docker_verify(eng, tmp_path, "--container", name)
+            assert [f for f in found if f["kind"] in LIMITS] == []
+            assert found, "the container answered"
+        finally:
+            subprocess.run([*docker, "rm", "-f", name], capture_output=True, check=False)
+    finally:
+        eng.stop()
