@@ -1,0 +1,153 @@
+"""``envtool preflight --quick`` as a Slurm prolog runs it: a real ``envtool`` process on this
+node, no SLURM_JOB_ID, a stand-in ``nvidia-smi`` on PATH replaying a real capture
+(tests/fixtures/nvidia_smi.py, ../shared/data/real/nvidia-smi/), a real lock
+(../shared/data/real/pangeo-pytorch.conda-lock.yml, 767 linux-64 packages) and a prefix
+holding its records. ``torch``, ``rattler``, ``docker`` and ``matplotlib`` on PYTHONPATH end the
+process with exit 97 if anything imports them. Faults change only the values each test names."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from fixtures.lock_records import write_records
+from fixtures.nvidia_smi import Faults, install
+
+POISONED = ("torch", "rattler", "docker", "matplotlib")
+LOUD = 97
+NO_NVML = "/nonexistent/libnvidia-ml.so.1"  # a machine with a driver replays the capture too
+HOLDERS = "pid 11327,11328,11345"  # the H100 load capture's three compute apps
+
+
+@dataclass(frozen=True)
+class Node:
+    root: Path
+    shared: Path
+    lock: Path
+    prefix: Path
+    poison: Path
+
+    def smi(self, state: str = "idle", faults: Faults | None = None, name: str = "") -> Path:
+        """A folder holding a stand-in nvidia-smi replaying the H100 capture."""
+        folder = self.root / f"smi-{state}-{name or 'plain'}"
+        if not folder.exists():
+            install(folder, self.shared, "h100", state, faults)
+        return folder
+
+    def quick(self, smi: Path | None, *args: str) -> tuple[int, str, str]:
+        """``envtool preflight --quick`` with only ``smi``'s nvidia-smi (None: no driver)."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("SLURM_", "CONDA_")) and k != "PYTHONPATH"}  # fmt: skip
+        env.update(PYTHONPATH=str(self.poison), ENVTOOL_NVML_LIBRARY=NO_NVML, COLUMNS="200",
+                   ENVTOOL_CACHE_DIR=str(self.root / "cache"),
+                   PATH=str(smi) if smi else "/nonexistent")  # only the stand-in  # fmt: skip
+        argv = [sys.executable, "-m", "envtool", "preflight", "--quick", "--lockfile",
+                str(self.lock), "--prefix", str(self.prefix), *args]  # fmt: skip
+        out = subprocess.run(argv, cwd=self.root, env=env, capture_output=True, text=True,
+                             timeout=60, check=False)  # fmt: skip
+        assert out.returncode != LOUD, f"a heavy module was imported: {out.stderr}"
+        return out.returncode, out.stdout, out.stderr
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Node:
+    from envtool import environments
+    from envtool.lock import lockfile
+
+    root = tmp_path_factory.mktemp("quick")
+    lock = root / "conda-lock.yml"
+    shutil.copy(shared_data / "real" / "pangeo-pytorch.conda-lock.yml", lock)
+    prefix = root / "env"
+    write_records(environments.from_lock(lockfile.read(lock), str(lock), "linux-64"), prefix)
+    poison = root / "poison"
+    for name in POISONED:
+        (poison / name).mkdir(parents=True)
+        loud = f"import os, sys\nsys.stderr.write('{name} imported\\n')\nos._exit({LOUD})\n"
+        (poison / name / "__init__.py").write_text(loud)
+    return Node(root, shared_data.parent, lock, prefix, poison)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_healthy_idle_h100_passes_without_a_drain_reason(node: Node) -> None:
+    code, out, err = node.quick(node.smi("idle"))
+    assert code == 0, (out, err)
+    assert _flat(out).startswith("1 host passes")
+    assert "package records and their hashes" in _flat(out)  # the lock was compared
+    code, out, err = node.quick(node.smi("idle"), "--drain-reason")
+    assert (code, out) == (0, ""), err
+
+
+def test_the_h100_under_load_names_the_busy_gpu_and_its_holders(node: Node) -> None:
+    code, out, _ = node.quick(node.smi("load"))
+    assert code == 1
+    flat = _flat(out)
+    assert "gpu-busy · GPU 0" in flat and "pid 11345 (./gpu_burn, ?, 15690 MiB)" in flat
+    code, out, _ = node.quick(node.smi("load"), "--drain-reason")
+    assert code == 1 and out == f"envtool: gpu-busy GPU 0 {HOLDERS}\n"
+    assert len(out.strip()) <= 80 and out.strip().isprintable()
+
+
+def test_a_policy_allowing_the_foreign_memory_passes_the_loaded_h100(node: Node) -> None:
+    policy = node.root / "policy.yml"
+    policy.write_text("gpus:\n  foreign_memory_mib: 20000\n")  # the holders hold 19798 MiB
+    code, out, err = node.quick(node.smi("load"), "--policy", str(policy), "--drain-reason")
+    assert (code, out) == (0, ""), err
+
+
+def test_an_ecc_fault_is_its_drain_reason(node: Node) -> None:
+    # changed from the idle capture: the uncorrectable ECC counts, 0 -> 2 (nothing else)
+    ecc = {"ecc.errors.uncorrected.volatile.total": "2",
+           "ecc.errors.uncorrected.aggregate.total": "2"}  # fmt: skip
+    smi = node.smi("idle", Faults(values=ecc), "ecc")
+    code, out, _ = node.quick(smi, "--drain-reason")
+    assert code == 1 and out == "envtool: gpu-ecc-uncorrectable GPU 0\n"
+    code, out, _ = node.quick(smi)
+    assert code == 1 and "volatile 2, aggregate 2" in _flat(out)
+
+
+def test_a_record_missing_from_the_prefix_fails_the_node(node: Node, tmp_path: Path) -> None:
+    drifted = tmp_path / "env"
+    shutil.copytree(node.prefix, drifted)
+    (removed,) = list((drifted / "conda-meta").glob("pytorch-2*.json"))
+    removed.unlink()
+    code, out, _ = node.quick(node.smi("idle"), "--prefix", str(drifted), "--drain-reason")
+    assert code == 1 and out.startswith("envtool: ") and "pytorch" in out
+
+
+def test_no_driver_is_a_reason_unless_no_gpu_is_required(node: Node) -> None:
+    code, out, _ = node.quick(None, "--drain-reason")
+    assert code == 1 and out == "envtool: not-checked GPU health\n"
+    code, out, _ = node.quick(None)
+    assert code == 1 and "no NVIDIA driver" in _flat(out)
+    code, out, err = node.quick(None, "--min-gpus", "0", "--drain-reason")
+    assert (code, out) == (0, ""), err
+
+
+def test_two_gpus_asked_of_a_one_gpu_node(node: Node) -> None:
+    code, out, _ = node.quick(node.smi("idle"), "--min-gpus", "2", "--drain-reason")
+    assert code == 1 and out == "envtool: too-few-gpus GPUs\n"
+
+
+@pytest.mark.parametrize(
+    "args", [("--allreduce", "node"), ("--min-busbw", "10"), ("--junit", "j.xml")]
+)
+def test_what_needs_an_all_reduce_is_refused(node: Node, args: tuple[str, ...]) -> None:
+    code, _, err = node.quick(node.smi("idle"), *args)
+    assert code == 2 and args[0] in err
+
+
+def test_drain_reason_without_quick_is_a_usage_error(node: Node) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    out = subprocess.run([sys.executable, "-m", "envtool", "preflight", "--drain-reason"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
+                         check=False)  # fmt: skip
+    assert out.returncode == 2 and "--quick" in out.stderr
