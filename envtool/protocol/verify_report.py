@@ -16,6 +16,10 @@ from typing import Any
 
 from envtool.errors import InputError
 from envtool.protocol import schemas
+from envtool.protocol.fields import Malformed
+from envtool.protocol.gpu_fields import SCHEMA as GPUS
+from envtool.protocol.gpu_fields import read_gpus
+from envtool.protocol.gpu_types import GpuDevice, GpuLayer
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,9 @@ class HostEntry:
     packages: int | None
     facts: FactsEntry | None
     allreduce: AllReduceEntry | None
+    # the cards as the node read them without torch, in envtool.gpus/1's own shape (None: the
+    # node sent none, or an older report)
+    gpus: GpuLayer | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +136,10 @@ def _plain(value: Any) -> Any:
         out = {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
         if isinstance(value, FactsEntry):
             out["env"] = dict(value.env)
+        elif isinstance(value, GpuDevice):
+            out["unread"] = dict(value.unread)
+        elif isinstance(value, GpuLayer):
+            out["schema"] = GPUS
         return out
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
@@ -225,6 +236,15 @@ def _allreduce(doc: Any) -> AllReduceEntry | None:
     )
 
 
+def _gpus(doc: Any) -> GpuLayer | None:
+    if doc is None:
+        return None
+    try:
+        return read_gpus(doc)
+    except Malformed as exc:
+        raise _Bad(f"'gpus': {exc}") from None
+
+
 def _float(value: int | float | None) -> float | None:
     return None if value is None else float(value)
 
@@ -239,6 +259,7 @@ def _host(doc: Any) -> HostEntry:
         _get(doc, "packages", (int,), optional=True),
         _facts(_get(doc, "facts", (dict,), optional=True)),
         _allreduce(_get(doc, "allreduce", (dict,), optional=True)),
+        _gpus(_get(doc, "gpus", (dict,), optional=True)),
     )
 
 
