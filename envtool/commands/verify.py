@@ -7,13 +7,14 @@ report (report/verify.py) → the exit code (judge/findings.py).
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envtool import environments, yamlio
-from envtool.cluster import hosts, pairs, survey
+from envtool.cluster import hosts, pairs, rdzv, survey
 from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import check_ssh_options
 from envtool.errors import InputError
@@ -140,13 +141,17 @@ def plan(args: VerifyArgs) -> Plan:
                       args.tolerance),
         args.allreduce,
     )  # fmt: skip
-    node_args = survey.node_args(
-        host_list, args.allreduce, mine, args.fanout.timeout, args.rdzv_endpoint
-    )
+    at = rdzv.endpoint(host_list, args.rdzv_endpoint, os.environ)  # checked from every node
+    check = rdzv.args(host_list, at, args.fanout)
+    left = args.fanout.timeout - (rdzv.window(args.fanout) if check else 0.0)  # after it
+    node_args = (*check, *survey.node_args(host_list, args.allreduce, mine, left, at))
     # with a lock, the environment is searched by its name and nothing else stands in for it
     name = env_name(args.lock_path) or ("ddp" if args.lock_path is not None else "")
-    # across nodes the first host hosts the rendezvous store (told so; the others are not)
-    store = host_list[0].label if args.allreduce == "cluster" else ""
+    # the store's host is told so, the others are not: the host the endpoint names (across
+    # nodes the first host where it names none, as before)
+    named = rdzv.store(host_list, at)
+    store = named.label if named is not None and "--rdzv-check" in node_args else ""
+    store = store or (host_list[0].label if args.allreduce == "cluster" else "")
     fan = replace(args.fanout, node_args=node_args, env_name=name, rdzv_host=store)
     how = None
     if args.allreduce in verdict.PAIRWISE:  # each pair is told its own (cluster/pairs.py)

@@ -1,0 +1,51 @@
+"""What every node is told for the rendezvous check (envtool_node/reach.py): the endpoint,
+how many nodes take part, how long the store's node listens. The node that hosts the store
+learns its role the way the all-reduce's does (FanoutOptions.rdzv_host: transports.with_role,
+slurm's ``--rdzv-host-node``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from envtool.cluster.fanout import effective_fanout
+from envtool.cluster.hosts import Host, check_name
+from envtool.cluster.options import FanoutOptions
+
+DEFAULT_PORT = 29400  # torchrun's c10d default
+WINDOW = 10.0  # seconds the store's node listens at most (a third of --timeout when less)
+TRANSPORTS = ("ssh", "slurm")  # separate machines; local and docker nodes share this one
+
+
+def endpoint(hosts: Sequence[Host], given: str, environ: Mapping[str, str]) -> str:
+    """``--rdzv-endpoint``, else ``MASTER_ADDR[:MASTER_PORT]``, else the first host."""
+    if given:
+        return given
+    addr = environ.get("MASTER_ADDR", "").strip()
+    if addr:
+        port = environ.get("MASTER_PORT", "").strip()
+        check_name(addr, "MASTER_ADDR")
+        return f"{addr}:{port if port.isdigit() else DEFAULT_PORT}"
+    return f"{hosts[0].name}:{DEFAULT_PORT}"
+
+
+def store(hosts: Sequence[Host], at: str) -> Host | None:
+    """The listed host the endpoint ``at`` names (by its name or its label), if any."""
+    name = at.rpartition(":")[0] or at
+    return next((h for h in hosts if name in (h.name, h.label)), None)
+
+
+def args(hosts: Sequence[Host], at: str, options: FanoutOptions) -> tuple[str, ...]:
+    """The node arguments of the check; () where it does not apply (one host; local or
+    docker nodes). ``--rdzv-nodes 0`` (only the name is resolved) where no listed host is
+    the endpoint, or where the hosts do not all run at once (more than --fanout)."""
+    if len(hosts) < 2 or options.transport not in TRANSPORTS:
+        return ()
+    together = options.transport == "slurm" or len(hosts) <= effective_fanout(options.fanout)
+    nodes = len(hosts) if store(hosts, at) is not None and together else 0
+    return ("--rdzv-check", at, "--rdzv-nodes", str(nodes), "--rdzv-window", f"{window(options):g}")
+
+
+def window(options: FanoutOptions) -> float:
+    """How long the store's node listens (and the others retry): 10 s, or a third of
+    --timeout when that is less; the all-reduce after it has that much less time."""
+    return min(WINDOW, max(1.0, options.timeout / 3))

@@ -1,0 +1,129 @@
+"""The rendezvous from every node (issue 28 item 3) on three sshd nodes that each have their
+own network namespace, hostname and /etc/hosts (tests/fixtures/netns.py): healthy nodes are
+clean and the store's node hears every node; a node whose /etc/hosts maps its own name to
+127.0.1.1 (Debian's habit) is named; a rendezvous port dropped by iptables inside one node's
+namespace names that node, the store's node and the port, and explains the cross-node
+all-reduce that fails on it (one cause, one finding)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import RUNTIME_ENV, VIRTUAL_CUDA, Project, require
+from fixtures import netns, runtime
+
+from envtool.cluster import survey
+from envtool.cluster.options import FanoutOptions
+from envtool.commands import verify
+
+PORT = 29400  # the default endpoint: the first host, torchrun's port
+ARGS = "-b 64K -e 64K -f 2 -n 1 -w 1 --backend gloo"
+
+
+@dataclass
+class Rig:
+    lab: netns.Lab
+    project: Project
+    root: Path  # the lab's folder: node i's /etc/hosts is hosts{i} there
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory, python_channel: Path) -> Iterator[Rig]:
+    """One lab for the module: three nodes whose sessions find a prefix with this torch."""
+    require(netns.available(), "needs root, iproute2 (ip, tc), unshare and sshd")
+    require(runtime.torch_version() is not None, "torch is not installed (pip install torch)")
+    require(subprocess.run(["iptables", "-V"], capture_output=True).returncode == 0,
+            "needs iptables")  # fmt: skip
+    root = tmp_path_factory.mktemp("rdzv")
+    (root / "proj").mkdir()
+    (root / "proj" / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
+    project = Project(root / "proj", python_channel, root / "cache")
+    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
+    assert project.run("lock")[0] == 0
+    prefix = root / "env"
+    assert project.run("install", "--prefix", str(prefix))[0] == 0
+    with netns.lab(root / "lab", 3, {"CONDA_PREFIX": str(prefix)}) as lab:
+        yield Rig(lab, project, root / "lab")
+
+
+def _verify(rig: Rig, *extra: str) -> tuple[int, list[dict[str, object]]]:
+    code, out, err = rig.project.run(
+        "verify", "--hosts", "node[1-3]", "-F", str(rig.lab.cluster.ssh_config),
+        "--min-gpus", "0", "--format", "json", *extra,
+    )  # fmt: skip
+    assert out, err
+    findings = json.loads(out)["findings"]
+    assert isinstance(findings, list)
+    return code, findings
+
+
+def _rendezvous(findings: list[dict[str, object]]) -> list[tuple[object, ...]]:
+    return [(f["kind"], f["subject"], f["hosts"]) for f in findings
+            if str(f["kind"]).startswith("rendezvous-")]  # fmt: skip
+
+
+def test_healthy_nodes_are_clean_and_the_store_hears_every_node(rig: Rig) -> None:
+    args = verify.VerifyArgs(
+        "node[1-3]", rig.project.lock,
+        FanoutOptions(ssh_config=rig.lab.cluster.ssh_config, timeout=60),
+    )  # fmt: skip
+    plan = verify.plan(args)
+    reports = survey.survey(plan.hosts, plan.fan)
+    checks = {r.host: r.rendezvous for r in reports}
+    store = checks["node1"]
+    assert store is not None and store.is_host and store.listen is not None
+    assert store.listen.ok and sorted(store.listen.peers) == ["node1", "node2", "node3"]
+    for host, c in checks.items():
+        assert c is not None and c.addresses == (rig.lab.address(1),), host
+        assert c.reach is not None and c.reach.ok, host
+        assert (c.host, c.port, c.is_host) == ("node1", PORT, host == "node1")
+    code, findings = _verify(rig)
+    assert _rendezvous(findings) == [] and code == 0, findings
+
+
+def test_a_name_on_127_0_1_1_is_named_on_that_node(rig: Rig) -> None:
+    hosts = rig.root / "hosts1"
+    before = hosts.read_text()
+    try:  # in place (the same inode, bind-mounted): node1 alone now sees its name on loopback
+        hosts.write_text(before.replace(f"{rig.lab.address(1)} node1", "127.0.1.1 node1"))
+        code, findings = _verify(rig)
+    finally:
+        hosts.write_text(before)
+    assert code == 1
+    assert _rendezvous(findings) == [("rendezvous-loopback", "node1", ["node1"])], findings
+    (loop,) = [f for f in findings if f["kind"] == "rendezvous-loopback"]
+    assert loop["actual"] == "127.0.1.1"
+
+
+def _drop(rig: Rig, op: str) -> None:
+    """node3's own firewall drops what it sends to node1's rendezvous port."""
+    subprocess.run(
+        ["ip", "netns", "exec", rig.lab.ns(3), "iptables", op, "OUTPUT", "-p", "tcp",
+         "-d", rig.lab.address(1), "--dport", str(PORT), "-j", "DROP"],
+        check=True, capture_output=True, timeout=30,
+    )  # fmt: skip
+
+
+def test_a_blocked_port_names_the_pair_and_explains_the_failed_all_reduce(rig: Rig) -> None:
+    _drop(rig, "-A")
+    try:
+        code, alone = _verify(rig)
+        code_ar, findings = _verify(rig, "--allreduce", "cluster", "--allreduce-args", ARGS,
+                                    "--timeout", "40")  # fmt: skip
+    finally:
+        _drop(rig, "-D")
+    expected = [("rendezvous-unreachable", f"node1:{PORT}", ["node3"])]
+    assert code == 1 and _rendezvous(alone) == expected, alone
+    (blocked,) = [f for f in alone if f["kind"] == "rendezvous-unreachable"]
+    assert str(blocked["actual"]).startswith("timed out after")
+    assert rig.lab.address(1) in str(blocked["actual"])
+    # across nodes the all-reduce fails on it, and is not a second finding
+    errors = [(f["kind"], f["subject"], f["hosts"]) for f in findings if f["severity"] == "error"]
+    assert code_ar == 1 and errors == expected, findings
+    (cause,) = [f for f in findings if f["kind"] == "rendezvous-unreachable"]
+    assert isinstance(cause["follows"], int) and cause["follows"] >= 1
