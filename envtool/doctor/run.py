@@ -2,7 +2,8 @@
 
 Each step is composed from the modules that already do the work (lock freshness, install,
 the export probe and the drift engine, the GPU facts probe and the GPU checks, a DDP smoke
-test probe); this module only fixes their order, what a failed step skips, and the fixes.
+test probe, the GPU layer and the network and limits read without torch); this module only
+fixes their order, what a failed step skips, and the fixes.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from envtool.doctor import machine, steps
+from envtool.doctor import hardware, machine, steps
 from envtool.doctor.steps import FAIL, PASS, SKIP, WARN, Step
 from envtool.lock.install import InstallOptions
 
@@ -92,6 +93,9 @@ def run(
             assert prefix is not None
             on_start(f"ddp: a DDP step across processes (up to {options.timeout:.0f} s)")
             emit(machine.ddp(prefix, options.nproc, options.timeout))
+    under = hardware.this_machine()  # the machine under the environment, without torch
+    emit(hardware.gpus(under, options.min_gpus))
+    emit(hardware.network(under))
     emit(machine.ports(options.master_port, options.rdzv_port))
     return done
 

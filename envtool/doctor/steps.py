@@ -28,7 +28,8 @@ TROUBLE = "docs/troubleshooting.md"
 class Step:
     """One line of the doctor's report."""
 
-    name: str  # lockfile | environment | packages | consistency | torch | cuda | ddp | ports
+    name: str  # lockfile | environment | packages | consistency | torch | cuda | ddp | gpus
+    # | network | ports
     status: str  # pass | fail | warn | skip
     summary: str
     fix: str = ""

@@ -45,10 +45,12 @@ def test_demo_finds_the_drifted_node_and_doctor_passes() -> None:
         "torch",
         "cuda",
         "ddp",
+        "gpus",
+        "network",
         "ports",
     ):
         assert any(line.split()[1:2] == [step] for line in doctor.splitlines()), step
-    assert "all 8 checks passed" in doctor and "envtool doctor exited 0" in doctor
+    assert "all 10 checks passed" in doctor and "envtool doctor exited 0" in doctor
     assert (
         "envtool-demo-"
         not in subprocess.run(["ls", "/tmp"], capture_output=True, text=True, check=True).stdout
