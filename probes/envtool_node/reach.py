@@ -102,8 +102,8 @@ def connect(address: str, port: int, name: str, deadline: float) -> dict[str, An
             sock.sendall(GREETING + name.encode("utf-8", "replace")[:200] + b"\n")
             return {"ok": True, "error": None, "seconds": round(time.monotonic() - start, 3),
                     "address": address}  # fmt: skip
-        except socket.timeout:
-            error = "timed out after %g s" % round(wait, 1)
+        except socket.timeout:  # retried too: the whole time tried is what it says
+            error = "timed out after %g s" % round(time.monotonic() - start, 1)
         except OSError as exc:
             error = (exc.strerror or str(exc)).lower()
             time.sleep(min(RETRY, max(0.0, deadline - time.monotonic())))
