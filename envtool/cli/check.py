@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     help="Disable ssh host-key checking (never the default).",
 )
 @opt.cluster_checks(allreduce="off", timeout=120.0)
+@opt.policy
 @click.option(
     "--tolerance",
     type=click.FloatRange(0.0, 1.0),
@@ -96,6 +97,7 @@ def verify(
     ssh_config: Path | None,
     ssh_option: tuple[str, ...],
     insecure_no_host_key_check: bool,
+    policy_file: Path | None,
     tolerance: float,
     fmt: str,
     output: Path | None,
@@ -126,7 +128,7 @@ def verify(
         max_stderr=max(64 * 1024, max_output // 16),
     )
     args = _verify_args(c, hosts_spec, None if no_lock else c.lockfile, fan, platform,
-                        tolerance, fmt, output)  # fmt: skip
+                        tolerance, fmt, output, policy_file)  # fmt: skip
     return command.run(replace(args, show_all=show_all, wide=wide))
 
 
@@ -139,12 +141,14 @@ def _verify_args(
     tolerance: float = 0.10,
     fmt: str = "table",
     output: Path | None = None,
+    policy_path: Path | None = None,
 ) -> VerifyArgs:
     from envtool.commands.verify import VerifyArgs
 
     return VerifyArgs(
         hosts_spec, lock_path, fan, platform, c.allreduce, c.allreduce_args, c.rdzv_endpoint,
         c.min_gpus, c.min_busbw, c.baseline, tolerance, fmt, output, c.junit_file,
+        policy_path=policy_path,
     )  # fmt: skip
 
 
@@ -163,9 +167,7 @@ def _verify_args(
     is_flag=True,
     help="--quick: print only a one-line reason for scontrol's drain (nothing when healthy).",
 )
-@click.option(
-    "--policy", "policy_file", type=PathArg, metavar="FILE", help="--quick: the site's policy."
-)
+@opt.policy
 def preflight(
     no_lock: bool,
     platform: str,
@@ -180,13 +182,13 @@ def preflight(
     lock_path = None if no_lock else c.lockfile
     if quick:
         return _quick(c, lock_path, platform, drain_reason, policy_file)
-    if drain_reason or policy_file is not None:
-        raise click.UsageError("--drain-reason and --policy go with --quick")
+    if drain_reason:
+        raise click.UsageError("--drain-reason goes with --quick")
     from envtool.cluster.options import FanoutOptions
     from envtool.commands import preflight as command
 
     fan = FanoutOptions(transport="slurm", timeout=c.timeout, prefix=c.prefix)
-    return command.run(_verify_args(c, None, lock_path, fan, platform))
+    return command.run(_verify_args(c, None, lock_path, fan, platform, policy_path=policy_file))
 
 
 def _quick(

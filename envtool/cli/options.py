@@ -57,6 +57,13 @@ lockfile = click.option(
     "--lockfile", type=PathArg, default=Path("conda-lock.yml"), show_default=True
 )
 platform = click.option("--platform", default="linux-64", show_default=True)
+policy = click.option(
+    "--policy",
+    "policy_file",
+    type=PathArg,
+    metavar="FILE",
+    help="The site's cluster policy (YAML: gpus:, limits:, accept:; docs/policy.example.yml).",
+)
 
 
 allow_insecure_url = click.option(

@@ -14,11 +14,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envtool import environments, yamlio
+from envtool import policy as policy_file
 from envtool.cluster import hosts, pairs, rdzv, survey
 from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import check_ssh_options
 from envtool.errors import InputError
 from envtool.judge import gpu, verdict
+from envtool.judge.cluster_policy import ClusterPolicy
 from envtool.judge.findings import exit_code
 from envtool.lock import lockfile
 from envtool.lock.prefixes import env_name
@@ -47,6 +49,7 @@ class VerifyArgs:
     junit: Path | None = None
     show_all: bool = False  # the table lists every finding, not only the DDP-critical ones
     wide: bool = False  # the findings as one grid, not a block each
+    policy_path: Path | None = None  # --policy FILE (envtool/policy.py)
 
 
 def baseline_busbw(path: Path) -> float:
@@ -136,10 +139,11 @@ def plan(args: VerifyArgs) -> Plan:
     check_ssh_options(args.fanout)
     lock = _lock(args)
     baseline = baseline_busbw(args.baseline) if args.baseline is not None else None
+    cluster = policy_file.read(args.policy_path) if args.policy_path else ClusterPolicy()
     policy = verdict.Policy(
         gpu.GpuPolicy(args.min_gpus, gpu.locked_cuda(lock), args.min_busbw, baseline,
                       args.tolerance),
-        args.allreduce,
+        args.allreduce, cluster,
     )  # fmt: skip
     at = rdzv.endpoint(host_list, args.rdzv_endpoint, os.environ)  # checked from every node
     check = rdzv.args(host_list, at, args.fanout)
