@@ -46,6 +46,9 @@ _ALWAYS = frozenset(
         Kind.ARTIFACT_DIFFERS,
         Kind.VERSION_MISMATCH,
         Kind.GPU_COUNT_DIFFERS,
+        Kind.GPU_MODEL_DIFFERS,  # the cards across nodes: never "other packages"
+        Kind.GPU_MEMORY_DIFFERS,
+        Kind.GPU_CAPABILITY_DIFFERS,
         Kind.NCCL_ENV_DIFFERS,
         Kind.LOADER_ENV_DIFFERS,
     }

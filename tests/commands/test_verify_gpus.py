@@ -241,6 +241,11 @@ def test_a_heterogeneous_cluster_names_each_odd_node(rig: Rig) -> None:
     assert not [f for f in doc["findings"] if f["kind"] == "gpu-arch-unsupported"]  # arch list []
     assert [h["gpus"]["devices"][0]["mig_mode"] for h in doc["hosts"]] == [False, True, False]
     assert code == 1
+    code, out, _ = rig.project.run("verify", "--hosts", "node[1-3]", "-F",
+                                   str(rig.cluster.ssh_config), "--timeout", "60")  # fmt: skip
+    text = _words(out)  # the table lists the cards' findings, never counted as packages
+    assert "gpu-model-differs" in text and "gpu-mig-enabled" in text, out
+    assert "NVIDIA H200" in text and "more about other packages" not in text, out
 
 
 def test_a_policy_accepting_the_model_difference_makes_it_info(rig: Rig, tmp_path: Path) -> None:
