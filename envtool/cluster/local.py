@@ -10,7 +10,8 @@ from envtool import proc
 from envtool.cluster import bundle
 from envtool.errors import ProblemFound
 from envtool.protocol import schemas
-from envtool.protocol.documents import document, read_allreduce, read_ddp, read_facts
+from envtool.protocol.documents import document, read_allreduce, read_ddp
+from envtool.protocol.facts_fields import read_facts
 from envtool.protocol.fields import Malformed, mapping
 from envtool.protocol.types import AllReduceResult, DdpSmoke, NodeFacts
 

@@ -15,7 +15,7 @@ from envtool.judge import cuda as cuda_of
 from envtool.judge import gpu, packages, runtime, verdict
 from envtool.judge.findings import Kind
 from envtool.models import Environment, Package
-from envtool.protocol.documents import read_facts
+from envtool.protocol.facts_fields import read_facts
 from envtool.protocol.types import HostReport, Library, NetPlugin, NodeFacts, Runtime
 from envtool.report.labels import words
 from envtool_node.runtime import cudnn_version, mapped, nccl_version

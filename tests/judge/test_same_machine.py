@@ -12,7 +12,7 @@ from test_gpu import facts
 from envtool.judge import consensus, gpu, verdict
 from envtool.judge.findings import Finding, Kind, Severity
 from envtool.models import Environment, Package
-from envtool.protocol.documents import read_facts
+from envtool.protocol.facts_fields import read_facts
 from envtool.protocol.types import AllReduceResult, HostReport, NodeFacts
 from envtool.report import verify as report
 from envtool_node import facts as node_facts
