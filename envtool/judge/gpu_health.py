@@ -12,7 +12,7 @@ from envtool.judge.cluster_policy import GpuExpect
 from envtool.judge.consensus import differences
 from envtool.judge.findings import Finding, Kind
 from envtool.judge.rules import severity
-from envtool.protocol.gpu_types import GpuDevice, GpuLayer, XidEvent
+from envtool.protocol.gpu_types import GpuDevice, GpuLayer, GpuProcess, XidEvent
 from envtool.protocol.types import HostReport, NodeFacts
 
 # Xids of the hardware kind (NVIDIA's Xid catalog, docs.nvidia.com/deploy/xid-errors: their
@@ -43,6 +43,13 @@ def _mib(value: int | None) -> str:
     return "? MiB" if value is None else f"{value} MiB"
 
 
+def _holder(p: GpuProcess) -> str:
+    """``pid 11327 (/root/tools/memhog, alice, 2566 MiB)``: what the node could see of it
+    (no user where /proc does not show the process, e.g. from another PID namespace)."""
+    seen = [part for part in (p.name, p.user) if part]
+    return f"pid {p.pid} ({', '.join([*seen, _mib(p.used_mib)])})"
+
+
 def _busy(layer: GpuLayer, dev: GpuDevice, expect: GpuExpect, host: str) -> list[Finding]:
     held = layer.held(dev)
     if not held:
@@ -50,7 +57,7 @@ def _busy(layer: GpuLayer, dev: GpuDevice, expect: GpuExpect, host: str) -> list
     known = [p.used_mib for p in held if p.used_mib is not None]
     if len(known) == len(held) and sum(known) <= expect.foreign_memory_mib:
         return []
-    said = ", ".join(f"pid {p.pid} ({p.name}, {p.user or '?'}, {_mib(p.used_mib)})" for p in held)
+    said = ", ".join(_holder(p) for p in held)
     allowed = f"at most {expect.foreign_memory_mib} MiB held by other processes"
     return [_f(Kind.GPU_BUSY, gpu_name(dev), allowed, said, host)]
 
