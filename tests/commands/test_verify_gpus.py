@@ -257,16 +257,18 @@ def test_a_policy_accepting_the_model_difference_makes_it_info(rig: Rig, tmp_pat
     assert code == 0, doc["findings"]
 
 
-def test_ecc_and_pcie_faults_are_named_on_their_nodes(rig: Rig) -> None:
+def test_ecc_remap_and_pcie_faults_are_named_on_their_nodes(rig: Rig) -> None:
     # node1: pcie.link.width.current 16 -> 8 (max stays 16); node2:
-    # ecc.errors.uncorrected.volatile.total 0 -> 2; node3 as recorded
+    # ecc.errors.uncorrected.volatile.total 0 -> 2; node3: remapped_rows.pending No -> Yes
+    # (what the driver shows after an uncorrectable error until the GPU is reset)
     rig.cards(("h100", Faults(values={"pcie.link.width.current": "8"})),
               ("h100", Faults(values={"ecc.errors.uncorrected.volatile.total": "2"})),
-              IDLE)  # fmt: skip
+              ("h100", Faults(values={"remapped_rows.pending": "Yes"})))  # fmt: skip
     code, doc = _verify(rig, "--min-gpus", "0")
-    assert _gpu_findings(doc) == [
+    assert sorted(_gpu_findings(doc)) == [
         ("gpu-ecc-uncorrectable", "error", "GPU 0", ("node2",)),
         ("gpu-pcie-degraded", "warning", "GPU 0", ("node1",)),
+        ("gpu-row-remap", "error", "GPU 0", ("node3",)),
     ]
     ecc = _by_kind(doc, "gpu-ecc-uncorrectable")
     assert _words(ecc["actual"]).startswith("volatile 2,")
