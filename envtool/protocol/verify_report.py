@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from envtool.errors import InputError
-from envtool.protocol import schemas
+from envtool.protocol import report_parts, schemas
 from envtool.protocol.fields import Malformed
-from envtool.protocol.gpu_fields import SCHEMA as GPUS
-from envtool.protocol.gpu_fields import read_gpus
-from envtool.protocol.gpu_types import GpuDevice, GpuLayer
+from envtool.protocol.gpu_types import GpuLayer
+from envtool.protocol.limit_types import Limits
+from envtool.protocol.net_types import Network
+from envtool.protocol.rdzv_types import RendezvousCheck
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,14 @@ class HostEntry:
     packages: int | None
     facts: FactsEntry | None
     allreduce: AllReduceEntry | None
-    # the cards as the node read them without torch, in envtool.gpus/1's own shape (None: the
-    # node sent none, or an older report)
+    # the node's parts in their own shapes (protocol/report_parts.py; None: the node sent
+    # none, or an older report): the cards read without torch, the network, the limits, the
+    # rendezvous from this node, and its clock's offset (offset_s, bound_s)
     gpus: GpuLayer | None = None
+    network: Network | None = None
+    limits: Limits | None = None
+    rendezvous: RendezvousCheck | None = None
+    clock_offset: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,7 @@ class VerifyDocument:
     findings: tuple[FindingEntry, ...]
     pairs: tuple[PairEntry, ...] = ()  # --allreduce pairs
     rounds: int = 0
+    unchecked: tuple[str, ...] = ()  # asked for or expected, not checked by this run (why)
 
 
 def _plain(value: Any) -> Any:
@@ -136,11 +143,7 @@ def _plain(value: Any) -> Any:
         out = {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
         if isinstance(value, FactsEntry):
             out["env"] = dict(value.env)
-        elif isinstance(value, GpuDevice):
-            out["unread"] = dict(value.unread)
-        elif isinstance(value, GpuLayer):
-            out["schema"] = GPUS
-        return out
+        return {**out, **report_parts.extra(value)}
     if isinstance(value, tuple):
         return [_plain(v) for v in value]
     return value
@@ -236,15 +239,6 @@ def _allreduce(doc: Any) -> AllReduceEntry | None:
     )
 
 
-def _gpus(doc: Any) -> GpuLayer | None:
-    if doc is None:
-        return None
-    try:
-        return read_gpus(doc)
-    except Malformed as exc:
-        raise _Bad(f"'gpus': {exc}") from None
-
-
 def _float(value: int | float | None) -> float | None:
     return None if value is None else float(value)
 
@@ -259,7 +253,11 @@ def _host(doc: Any) -> HostEntry:
         _get(doc, "packages", (int,), optional=True),
         _facts(_get(doc, "facts", (dict,), optional=True)),
         _allreduce(_get(doc, "allreduce", (dict,), optional=True)),
-        _gpus(_get(doc, "gpus", (dict,), optional=True)),
+        report_parts.read(doc, "gpus"),
+        report_parts.read(doc, "network"),
+        report_parts.read(doc, "limits"),
+        report_parts.read(doc, "rendezvous"),
+        report_parts.read_offset(doc),
     )
 
 
@@ -306,8 +304,9 @@ def loads(text: str, source: str) -> VerifyDocument:
             tuple(_finding(f) for f in _get(doc, "findings", (list,))),
             tuple(_pair(p) for p in _get(doc, "pairs", (list,), optional=True) or ()),
             _get(doc, "rounds", (int,), optional=True) or 0,
+            _strings(doc, "unchecked") if "unchecked" in doc else (),
         )
-    except _Bad as exc:
+    except (_Bad, Malformed) as exc:
         raise InputError(f"{source}: not an envtool verify JSON report: {exc}") from None
 
 

@@ -4,7 +4,6 @@ table, written as JSON (protocol/verify_report.py) or as JUnit (report/junit.py)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -14,9 +13,8 @@ from envtool.judge import critical
 from envtool.judge.findings import Finding, failed
 from envtool.judge.verdict import Verdict
 from envtool.protocol import verify_report as vr
-from envtool.protocol.gpu_types import GpuDevice, GpuLayer, GpuProcess, XidEvent
 from envtool.protocol.types import HostReport, Runtime
-from envtool.report import console, junit
+from envtool.report import console, junit, shown_parts
 from envtool.report import verdict_text as text
 from envtool.report.labels import failure_text, folded_text, problem_text, short, words
 from envtool.report.text import visible, visible_all
@@ -80,32 +78,6 @@ def _allreduce(r: HostReport) -> vr.AllReduceEntry | None:
     return vr.AllReduceEntry(visible(ar.backend), ar.nranks, ar.peak_busbw, ar.wrong_total, error)
 
 
-def _device(d: GpuDevice) -> GpuDevice:
-    return replace(
-        d, name=visible(d.name), uuid=visible(d.uuid), pci_bus_id=visible(d.pci_bus_id),
-        compute_mode=_maybe(d.compute_mode), fabric_state=_maybe(d.fabric_state),
-        fabric_status=_maybe(d.fabric_status),
-        unread=tuple((visible(k), visible(v)) for k, v in d.unread),
-        clock_events=None if d.clock_events is None else visible_all(d.clock_events),
-    )  # fmt: skip
-
-
-def _gpus(layer: GpuLayer | None) -> GpuLayer | None:
-    """The node's GPU layer with every string it sent made visible."""
-    if layer is None:
-        return None
-    processes = tuple(
-        GpuProcess(visible(p.gpu_uuid), p.pid, visible(p.name), _maybe(p.user), p.used_mib)
-        for p in layer.processes
-    )
-    events = tuple(XidEvent(e.xid, visible(e.pci), visible(e.text), e.seconds)
-                   for e in layer.xid.events)  # fmt: skip
-    xid = replace(layer.xid, why=_maybe(layer.xid.why), events=events)
-    devices = tuple(_device(d) for d in layer.devices)
-    return replace(layer, driver=_maybe(layer.driver), why=_maybe(layer.why), xid=xid,
-                   devices=devices, processes=processes)  # fmt: skip
-
-
 def host_entry(r: HostReport) -> vr.HostEntry:
     """One host as the report shows it."""
     return vr.HostEntry(
@@ -117,7 +89,11 @@ def host_entry(r: HostReport) -> vr.HostEntry:
         len(r.env.packages) if r.env else None,
         _facts(r),
         _allreduce(r),
-        _gpus(r.gpus),
+        shown_parts.gpus(r.gpus),
+        shown_parts.network(r.network),
+        shown_parts.limits(r.limits),
+        shown_parts.rendezvous(r.rendezvous),
+        shown_parts.clock_offset(r.clock_offset),
     )
 
 
@@ -131,6 +107,7 @@ def document(verdict: Verdict) -> vr.VerifyDocument:
         tuple(finding_entry(f) for f in verdict.findings),
         _pairs(verdict),
         verdict.pairs.rounds if verdict.pairs is not None else 0,
+        visible_all(verdict.unchecked),
     )
 
 

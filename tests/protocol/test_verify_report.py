@@ -17,6 +17,9 @@ from envtool.nccl.model import NcclResult, NcclRow
 from envtool.protocol import schemas
 from envtool.protocol import verify_report as vr
 from envtool.protocol.gpu_types import GpuDevice, GpuLayer, GpuProcess, NvLink, XidEvent, XidLog
+from envtool.protocol.limit_types import Limits
+from envtool.protocol.net_types import IbPort, IfSelection, Infiniband, Interface, Network
+from envtool.protocol.rdzv_types import Listen, Reach, RendezvousCheck
 from envtool.protocol.types import (
     AllReduceResult,
     Device,
@@ -44,6 +47,26 @@ GPUS = GpuLayer(
     XidLog(True, None, (XidEvent(79, "0000:00:09", "NVRM: Xid (PCI:0000:00:09): 79", 12.5),)),
 )  # fmt: skip
 
+NETWORK = Network(
+    (Interface("lo", True, True, ("127.0.0.1/8",), 65536),
+     Interface("eth0", True, False, ("10.77.20.11/24", "fd00::11/64"), 1500, 10000)),
+    IfSelection("NCCL_SOCKET_IFNAME", "eth9", (), "variable"),
+    IfSelection("GLOO_SOCKET_IFNAME", None, ("eth0",), "hostname"),
+    Infiniband(True, (IbPort("mlx5_0", 1, "ACTIVE", "LinkUp", 200.0, "200 Gb/sec (4X HDR)",
+                             "InfiniBand"),), "mlx5_4", ("mlx5_4",), False),
+)  # fmt: skip
+LIMITS = Limits(67108864, "", (1024, 1048576), (65536, -1), "6.1.0-18-amd64", "2.36")
+RDZV = RendezvousCheck(
+    "gpu01", 29400, "host", ("10.77.20.11",), "",
+    Reach(False, "timed out after 3 s", 3.0, "10.77.20.11"),
+    Listen(True, "", ("gpu01",)), 3,
+)  # fmt: skip
+PARTS: dict[str, Network | Limits | RendezvousCheck] = {
+    "network": NETWORK,
+    "limits": LIMITS,
+    "rendezvous": RDZV,
+}
+
 
 def _verdict() -> verdict.Verdict:
     part = NcclResult(613.3, 218.85, 382.99, 0)
@@ -55,13 +78,24 @@ def _verdict() -> verdict.Verdict:
     env = Environment("gpu01", "probe", (Package("pytorch", "2.1.0", "cpu_0"),))
     lock = Environment("lock", "lock", (Package("pytorch", "2.1.0", "cuda118_0"),))
     reports = (
-        HostReport("gpu01", env=env, facts=facts, allreduce=ar, seconds=0.4129, gpus=GPUS),
+        HostReport(
+            "gpu01",
+            env=env,
+            facts=facts,
+            allreduce=ar,
+            seconds=0.4129,
+            gpus=GPUS,
+            network=NETWORK,
+            limits=LIMITS,
+            rendezvous=RDZV,
+            clock_offset=(-0.0123, 0.004),
+        ),
         HostReport("gpu02", Failure(Outcome.TIMED_OUT_ON_NODE, "Terminated", 124), seconds=9.0),
         HostReport("gpu03", problems=(Problem("facts", ProblemKind.MALFORMED, "'devices'"),)),
     )
     policy = verdict.Policy(gpu.GpuPolicy(min_gpus=1))
     found = tuple(verdict.decide(list(reports), lock, policy))
-    return verdict.Verdict(reports, found, "conda-lock.yml", 2.5)
+    return verdict.Verdict(reports, found, "conda-lock.yml", 2.5, unchecked=("rendezvous port",))
 
 
 def test_a_report_reads_back_equal() -> None:
@@ -85,6 +119,88 @@ def test_the_gpu_layer_is_written_in_its_own_shape_and_old_reports_still_read() 
     body["hosts"][0]["gpus"] = {**gpus, "source": "guess"}
     with pytest.raises(InputError, match=r"old\.json: .*'gpus': 'source' must be one of"):
         vr.loads(json.dumps(body), "old.json")
+
+
+def test_the_network_limits_rendezvous_and_clock_read_back_in_their_own_shapes() -> None:
+    doc = report.document(_verdict())
+    first, second = doc.hosts[0], doc.hosts[1]
+    assert (first.network, first.limits, first.rendezvous) == (NETWORK, LIMITS, RDZV)
+    assert first.clock_offset == (-0.012, 0.004) and second.clock_offset is None
+    assert (second.network, second.limits, second.rendezvous) == (None, None, None)
+    assert vr.loads(vr.dumps(doc), "r.json") == doc
+    body = json.loads(vr.dumps(doc))
+    host = body["hosts"][0]
+    assert [host[k]["schema"] for k in PARTS] == [
+        "envtool.network/1",
+        "envtool.limits/1",
+        "envtool.rendezvous/1",
+    ]
+    assert host["limits"]["memlock"] == [65536, -1] and host["clock_offset"] == [-0.012, 0.004]
+    assert body["unchecked"] == ["rendezvous port"]
+
+
+def test_a_report_from_before_the_network_parts_still_reads() -> None:
+    body = json.loads(vr.dumps(report.document(_verdict())))
+    del body["unchecked"]
+    for host in body["hosts"]:
+        for key in (*PARTS, "clock_offset"):
+            del host[key]
+    doc = vr.loads(json.dumps(body), "old.json")
+    assert doc.unchecked == ()
+    assert {(h.network, h.limits, h.rendezvous, h.clock_offset) for h in doc.hosts} == {
+        (None, None, None, None)
+    }
+    assert doc.hosts[0].gpus == GPUS  # what it had still reads
+
+
+@pytest.mark.parametrize(
+    ("key", "bad", "says"),
+    [
+        ("network", {"schema": "envtool.network/2", "interfaces": []}, "not an envtool.network/1"),
+        (
+            "network",
+            {"schema": "envtool.network/1", "interfaces": [{"name": "eth0", "up": 1}]},
+            "'up' must be true or false",
+        ),
+        (
+            "limits",
+            {"schema": "envtool.limits/1", "nofile": [1], "memlock": [1, 1]},
+            "'nofile' must be \\[soft, hard\\]",
+        ),
+        (
+            "rendezvous",
+            {"schema": "envtool.rendezvous/1", "role": "boss", "port": 1},
+            "'role' must be host or peer",
+        ),
+        ("clock_offset", [1.0], "'clock_offset' must be"),
+        ("clock_offset", [1.0, -2.0], "'clock_offset' must be"),
+        ("limits", "64M", "the limits must be an object"),
+    ],
+)
+def test_a_malformed_part_is_refused_with_the_file_named(key: str, bad: object, says: str) -> None:
+    body = json.loads(vr.dumps(report.document(_verdict())))
+    body["hosts"][0][key] = bad
+    with pytest.raises(
+        InputError, match=rf"^bad\.json: not an envtool verify JSON report: .*{says}"
+    ):
+        vr.loads(json.dumps(body), "bad.json")
+
+
+def test_a_hostile_interface_name_and_kernel_are_made_visible() -> None:
+    hostile = "eth0\x1b]0;owned\x07\u202e"
+    nccl = IfSelection("NCCL_SOCKET_IFNAME", hostile, (hostile,), "variable")
+    net = replace(NETWORK, interfaces=(replace(NETWORK.interfaces[1], name=hostile),), nccl=nccl)
+    limits = replace(LIMITS, kernel="6.1\r\x1b[2J")
+    rdzv = replace(RDZV, error="no\nname")
+    entry = report.host_entry(HostReport("gpu01", network=net, limits=limits, rendezvous=rdzv))
+    assert entry.network is not None and entry.network.nccl is not None
+    shown = "eth0\\x1b]0;owned\\x07\\u202e"
+    assert entry.network.interfaces[0].name == shown and entry.network.nccl.selected == (shown,)
+    assert entry.network.nccl.value == shown
+    assert entry.limits is not None and entry.limits.kernel == "6.1\\x0d\\x1b[2J"
+    assert entry.rendezvous is not None and entry.rendezvous.error == "no\\x0aname"
+    text = vr.dumps(replace(report.document(_verdict()), hosts=(entry,)))
+    assert "\x1b" not in text and "\u202e" not in text
 
 
 def test_a_gpu_process_name_is_made_visible() -> None:
@@ -132,6 +248,12 @@ def test_the_documented_fields_are_the_dataclasses_fields() -> None:
     assert set(host["gpus"]) == {"schema"} | {f.name for f in fields(GpuLayer)}
     assert set(host["gpus"]["devices"][0]) == {f.name for f in fields(GpuDevice)}
     assert set(host["gpus"]["processes"][0]) == {f.name for f in fields(GpuProcess)}
+    for key, part in PARTS.items():
+        assert set(host[key]) == {"schema"} | {f.name for f in fields(part)}, key
+    assert set(host["network"]["interfaces"][0]) == {f.name for f in fields(Interface)}
+    assert set(host["network"]["nccl"]) == {f.name for f in fields(IfSelection)}
+    assert set(host["network"]["ib"]) == {f.name for f in fields(Infiniband)}
+    assert set(host["rendezvous"]["reach"]) == {f.name for f in fields(Reach)}
     assert set(example["findings"][0]) == {f.name for f in fields(vr.FindingEntry)}  # type: ignore[index]
 
 
