@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 from envtool.judge import gpu, verdict
 from envtool.judge.findings import Check
 from envtool.models import Environment, Package
+from envtool.protocol.limit_types import Limits
+from envtool.protocol.net_types import IfSelection, Interface, Network
 from envtool.protocol.types import Failure, HostReport, NodeFacts, Outcome
 from envtool.report import junit
 from envtool.report import verify as report
@@ -107,3 +110,39 @@ def test_all_good_says_which_links_the_all_reduce_crossed(capsys) -> None:  # ty
     report.show(verdict.Verdict(alone, (), "", 1.0), "table", None)
     said = " ".join(capsys.readouterr().out.split())
     assert "each of 2 host(s) on its own: no link between the nodes" in said
+
+
+def test_network_and_limits_findings_are_testcases_of_their_hosts() -> None:
+    """gpu01's NCCL_SOCKET_IFNAME selects nothing (network), gpu02's /dev/shm is 64 MiB
+    (limits), gpu03's node sent neither part: its network and limits checks did not run."""
+    eth0 = Interface("eth0", True, False, ("10.0.0.1/24",), 1500)
+    eth9 = IfSelection("NCCL_SOCKET_IFNAME", "eth9", (), "variable")
+    good = IfSelection("NCCL_SOCKET_IFNAME", None, ("eth0",), "default")
+    roomy = Limits(2**34, "", (65536, 65536), (-1, -1), "6.1.0", "2.36")
+    rs = [
+        HostReport("gpu01", facts=FACTS, network=Network((eth0,), eth9), limits=roomy),
+        HostReport("gpu02", facts=FACTS, network=Network((eth0,), good),
+                   limits=replace(roomy, shm_bytes=64 * 2**20)),
+        HostReport("gpu03", facts=FACTS),
+    ]  # fmt: skip
+    found = verdict.decide(rs, None, verdict.Policy(gpu.GpuPolicy(min_gpus=0)))
+    assert {(f.kind.value, f.hosts) for f in found} >= {
+        ("socket-ifname-unmatched", ("gpu01",)),
+        ("shm-small", ("gpu02",)),
+    }
+    doc = report.document(verdict.Verdict(tuple(rs), tuple(found), "", 1.0))
+    xml = ET.fromstring(junit.render(doc))
+    cases = {(c.get("classname"), c.get("name")): c for c in xml.iter("testcase")}
+    failure = cases[("gpu01", "network")].find("failure")
+    assert failure is not None and failure.get("type") == "socket-ifname-unmatched"
+    assert "eth9" in (failure.get("message") or "")
+    failure = cases[("gpu02", "limits")].find("failure")
+    assert failure is not None and failure.get("type") == "shm-small"
+    for name in ("limits", "network"):  # the other host's same check ran, and passed
+        other = "gpu02" if name == "network" else "gpu01"
+        case = cases[(other, name)]
+        assert case.find("failure") is None and case.find("skipped") is None, (other, name)
+    for name in ("network", "limits"):
+        skipped = cases[("gpu03", name)].find("skipped")
+        assert skipped is not None, name
+        assert skipped.get("message") == f"not checked: this host sent no {name} part"
