@@ -53,8 +53,10 @@ def _best(argv: list[str], env: dict[str, str], runs: int, cwd: Path = REPO) -> 
 
 def _env(folder: Path, cache: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "CONDA_"))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed envtool has its bytecode compiled
     env.update(PATH=str(folder), ENVTOOL_NVML_LIBRARY=NO_NVML, ENVTOOL_CACHE_DIR=str(cache),
-               PYTHONPATH=str(REPO / "probes"))  # fmt: skip
+               PYTHONPATH=str(REPO / "probes"),
+               PYTHONPYCACHEPREFIX=str(cache / "pycache"))  # fmt: skip
     return env
 
 
