@@ -40,9 +40,29 @@ def args(hosts: Sequence[Host], at: str, options: FanoutOptions) -> tuple[str, .
     the endpoint, or where the hosts do not all run at once (more than --fanout)."""
     if len(hosts) < 2 or options.transport not in TRANSPORTS:
         return ()
-    together = options.transport == "slurm" or len(hosts) <= effective_fanout(options.fanout)
-    nodes = len(hosts) if store(hosts, at) is not None and together else 0
+    nodes = len(hosts) if unchecked(hosts, at, options) is None else 0
     return ("--rdzv-check", at, "--rdzv-nodes", str(nodes), "--rdzv-window", f"{window(options):g}")
+
+
+def unchecked(hosts: Sequence[Host], at: str, options: FanoutOptions) -> str | None:
+    """Why this run does not check the rendezvous port from every node (said beside "all
+    good", and in the JSON report's ``unchecked``); None where it does, or where there is no
+    rendezvous between nodes to check (one host)."""
+    if len(hosts) < 2:
+        return None
+    if options.transport not in TRANSPORTS:
+        return f"rendezvous ({options.transport} nodes share this machine: nothing to cross)"
+    if store(hosts, at) is None:
+        return (
+            "rendezvous port (the endpoint is not one of the hosts: "
+            "only its name was resolved on each node)"
+        )
+    if options.transport != "slurm" and len(hosts) > (most := effective_fanout(options.fanout)):
+        return (
+            f"rendezvous port (more hosts than --fanout {most} do not all run at once: "
+            "only its name was resolved on each node)"
+        )
+    return None
 
 
 def window(options: FanoutOptions) -> float:

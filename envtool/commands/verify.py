@@ -125,6 +125,7 @@ class Plan:
     policy: verdict.Policy
     fan: FanoutOptions
     how: pairs.How | None  # --allreduce pairs/bisect
+    unchecked: tuple[str, ...] = ()  # what this run cannot check, and why (Verdict.unchecked)
 
 
 def plan(args: VerifyArgs) -> Plan:
@@ -162,7 +163,9 @@ def plan(args: VerifyArgs) -> Plan:
         bare = replace(args.fanout, env_name=name)
         how = pairs.How(bare, tuple(mine), port, args.rdzv_endpoint.rpartition(":")[0],
                         console.step)  # fmt: skip
-    return Plan(host_list, lock, policy, fan, how)
+    rendezvous = rdzv.unchecked(host_list, at, args.fanout)
+    unchecked = (*verdict.unused(policy), *([rendezvous] if rendezvous else []))
+    return Plan(host_list, lock, policy, fan, how, unchecked)
 
 
 def run(args: VerifyArgs) -> int:
@@ -178,7 +181,7 @@ def run(args: VerifyArgs) -> int:
     findings = verdict.decide(reports, p.lock, p.policy, run)
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
-        run, verdict.unused(p.policy),
+        run, p.unchecked,
     )  # fmt: skip
     report.show(result, args.fmt, args.output, args.show_all, args.wide)
     if args.junit is not None:
