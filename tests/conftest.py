@@ -147,6 +147,20 @@ def project(tmp_path: Path, channel: Path) -> Project:
     return proj
 
 
+def runtime_project(root: Path, python_channel: Path) -> tuple[Project, Path]:
+    """A project under ``root`` whose lock is what runs here (RUNTIME_ENV: this python, its
+    torch), locked and installed into ``root/env`` once: a module's cluster shares it."""
+    require(runtime.torch_version() is not None, "torch is not installed (pip install torch)")
+    (root / "proj").mkdir()
+    (root / "proj" / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
+    project = Project(root / "proj", python_channel, root / "cache")
+    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
+    assert project.run("lock")[0] == 0
+    prefix = root / "env"
+    assert project.run("install", "--prefix", str(prefix))[0] == 0
+    return project, prefix
+
+
 @pytest.fixture
 def runtime_prefix(project: Project, python_channel: Path, tmp_path: Path) -> Path:
     """RUNTIME_ENV locked in ``project`` and installed: a prefix whose records, artifacts and

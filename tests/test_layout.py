@@ -118,8 +118,8 @@ def test_torch_only_on_the_node_side() -> None:
 # docs/architecture.md states the same order.
 ORDER = (
     "cli", "commands", "doctor", "report", "image", "image_channels", "wheel_cache", "cluster",
-    "environments", "policy", "judge", "protocol", "lock", "nccl", "pip_entries", "models", "private",
-    "proc", "yamlio", "errors", "envtool_node",
+    "environments", "policy", "judge", "protocol", "lock", "nccl", "pip_entries", "models",
+    "private", "proc", "yamlio", "errors", "envtool_node",
 )  # fmt: skip
 
 
@@ -168,3 +168,10 @@ def test_every_module_has_its_row_in_the_architecture_page() -> None:
         if f"`{parts[-1]}`" not in row and f"`{parts[-1]}.py`" not in row:
             missing.append(module)
     assert missing == [], missing
+
+
+def test_test_files_have_unique_names() -> None:
+    """pytest imports test files by their base name (no packages under tests/): two files of
+    one name in two folders stop the whole run at collection."""
+    names = [p.name for p in (REPO / "tests").rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

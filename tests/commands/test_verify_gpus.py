@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RUNTIME_ENV, VIRTUAL_CUDA, Project, require
-from fixtures import runtime, sshnodes
+from conftest import Project, require, runtime_project
+from fixtures import sshnodes
 from fixtures.nvidia_smi import Faults, install
 
 from envtool.judge.rules_gpu import GPU_RULES
@@ -38,15 +38,8 @@ def shared(shared_data: Path) -> Path:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory, python_channel: Path) -> tuple[Project, Path]:
     """A project whose lock is what runs here (this python, this CPU torch), installed once."""
-    require(runtime.torch_version() is not None, "torch is not installed (pip install torch)")
     root = tmp_path_factory.mktemp("gpus")
-    (root / "proj").mkdir()
-    (root / "proj" / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
-    project = Project(root / "proj", python_channel, root / "cache")
-    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
-    assert project.run("lock")[0] == 0
-    prefix = root / "env"
-    assert project.run("install", "--prefix", str(prefix))[0] == 0
+    project, prefix = runtime_project(root, python_channel)
     return project, prefix
 
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import RUNTIME_ENV, VIRTUAL_CUDA, Project, require
-from fixtures import dockerd, netns, runtime
+from conftest import Project, require, runtime_project
+from fixtures import dockerd, netns
 
 from envtool.judge.kinds import Check
 from envtool.judge.rules_network import NETWORK_RULES
@@ -37,15 +37,8 @@ class Rig:
 def rig(tmp_path_factory: pytest.TempPathFactory, python_channel: Path) -> Iterator[Rig]:
     """One lab for the module: three nodes whose sessions find a prefix with this torch."""
     require(netns.available(), "needs root, iproute2 (ip, tc), unshare and sshd")
-    require(runtime.torch_version() is not None, "torch is not installed (pip install torch)")
     root = tmp_path_factory.mktemp("limits")
-    (root / "proj").mkdir()
-    (root / "proj" / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
-    project = Project(root / "proj", python_channel, root / "cache")
-    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
-    assert project.run("lock")[0] == 0
-    prefix = root / "env"
-    assert project.run("install", "--prefix", str(prefix))[0] == 0
+    project, prefix = runtime_project(root, python_channel)
     (root / "tmp").mkdir()
     env = {"CONDA_PREFIX": str(prefix), "TMPDIR": str(root / "tmp")}
     with netns.lab(root / "lab", 3, env, SETUP) as lab:

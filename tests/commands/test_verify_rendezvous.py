@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import RUNTIME_ENV, VIRTUAL_CUDA, Project, require
-from fixtures import netns, runtime
+from conftest import Project, require, runtime_project
+from fixtures import netns
 
 from envtool.cluster import survey
 from envtool.cluster.options import FanoutOptions
@@ -36,17 +36,10 @@ class Rig:
 def rig(tmp_path_factory: pytest.TempPathFactory, python_channel: Path) -> Iterator[Rig]:
     """One lab for the module: three nodes whose sessions find a prefix with this torch."""
     require(netns.available(), "needs root, iproute2 (ip, tc), unshare and sshd")
-    require(runtime.torch_version() is not None, "torch is not installed (pip install torch)")
     require(subprocess.run(["iptables", "-V"], capture_output=True).returncode == 0,
             "needs iptables")  # fmt: skip
     root = tmp_path_factory.mktemp("rdzv")
-    (root / "proj").mkdir()
-    (root / "proj" / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
-    project = Project(root / "proj", python_channel, root / "cache")
-    project.write_env(RUNTIME_ENV.format(channel=python_channel.as_uri()))
-    assert project.run("lock")[0] == 0
-    prefix = root / "env"
-    assert project.run("install", "--prefix", str(prefix))[0] == 0
+    project, prefix = runtime_project(root, python_channel)
     with netns.lab(root / "lab", 3, {"CONDA_PREFIX": str(prefix)}) as lab:
         yield Rig(lab, project, root / "lab")
 
