@@ -211,10 +211,17 @@ def _values(layers: Mapping[str, GpuLayer], get: Callable[[GpuDevice], str]) -> 
             for h, layer in layers.items() if layer.devices}  # fmt: skip
 
 
+def _no_bf16(dev: GpuDevice) -> str:
+    """`` (no bf16)`` for a card below capability 8.0 (bf16 arithmetic needs sm_80: a V100
+    among A100s), so a mixed cluster shows which nodes lack it; "" otherwise or unknown."""
+    cap = gpu_arch.capability(dev.capability or "")
+    return " (no bf16)" if cap is not None and cap < (8, 0) else ""
+
+
 ACROSS: tuple[tuple[Kind, str, Callable[[GpuDevice], str]], ...] = (
-    (Kind.GPU_MODEL_DIFFERS, "GPU model", lambda d: d.name),
+    (Kind.GPU_MODEL_DIFFERS, "GPU model", lambda d: d.name + _no_bf16(d)),
     (Kind.GPU_MEMORY_DIFFERS, "GPU memory", lambda d: _mib(d.memory_total_mib)),
-    (Kind.GPU_CAPABILITY_DIFFERS, "GPU capability", lambda d: d.capability or "?"),
+    (Kind.GPU_CAPABILITY_DIFFERS, "GPU capability", lambda d: (d.capability or "?") + _no_bf16(d)),
 )
 
 

@@ -126,7 +126,8 @@ GPU_RULES: dict[Kind, Rule] = {
     Kind.GPU_MODEL_DIFFERS: Rule(
         Check.MAJORITY, Severity.ERROR, None,
         "a node's GPU model is not the other nodes' (V100s among A100s: the slowest card paces "
-        "every step, bf16 may be missing); its memory size and capability differ from the "
+        "every step; a card below capability 8.0 is marked `(no bf16)`); its memory size and "
+        "capability differ from the "
         "same cause and are not reported again on those nodes",
         "run on nodes of one GPU model (or accept it in the policy)",
         "pick nodes of one model; `accept: [gpu-model-differs]` if intended",

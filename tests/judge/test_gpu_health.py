@@ -138,6 +138,12 @@ def test_across_nodes_the_odd_model_is_named_once() -> None:
     assert [(f.kind, f.actual, f.follows) for f in kept] == [
         (Kind.GPU_MODEL_DIFFERS, "NVIDIA H200", 1)
     ]
+    # a V100 among H100s (name and capability 9.0 -> 7.0 changed from the H100 capture's):
+    # the model finding says it lacks bf16
+    rs[2] = _report(part([device(name="Tesla V100-SXM2-32GB", capability="7.0")]), "n3")
+    model = next(f for f in check(rs, GpuExpect(), 1) if f.kind is Kind.GPU_MODEL_DIFFERS)
+    assert (model.actual, model.hosts) == ("Tesla V100-SXM2-32GB (no bf16)", ("n3",))
+    assert "bf16" not in model.expected
     # 40 GB among 80 GB of one model: memory, exactly
     rs[2] = _report(part([device(memory_total_mib=40960)]), "n3")
     assert _kinds(check(rs, GpuExpect(), 1)) == [(Kind.GPU_MEMORY_DIFFERS, "GPU memory", ("n3",))]
