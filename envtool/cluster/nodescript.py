@@ -92,16 +92,21 @@ _TRAPS = (
 # and once it is no longer $PPID sends SIGTERM to the probe (`timeout` passes it to its own
 # process group: python and what it started). Reading our own stat works for any parent
 # (slurmstepd runs as root; /proc may hide other users' processes) and catches a parent
-# that died before the loop began. Not watched: PPID 0 or 1 (docker exec, docker run), and
-# systems without /proc. The loop holds none of the session's file descriptors (the session
-# would wait for them) and the EXIT trap ends it and its sleep: a normal run is not delayed.
+# that died before the loop began. SIGTERM is sent again each second while the probe runs
+# (at most 10 times): a parent already gone when the loop began makes the first one race the
+# subshell's `exec timeout` (sh only notes a caught signal, and exec drops the note), and
+# only a later one reaches `timeout`, which passes it on. Not watched: PPID 0 or 1 (docker
+# exec, docker run), and systems without /proc. The loop holds none of the session's file
+# descriptors (the session would wait for them) and the EXIT trap ends it and its sleep: a
+# normal run is not delayed.
 _WATCHDOG = (
     'if [ "${pp:-0}" -gt 1 ] 2>/dev/null && [ -r "/proc/$$/stat" ]; then ('
     " trap 'kill \"$s\" 2>/dev/null; exit 0' TERM; s=;"
     ' while read -r q < "/proc/$$/stat"; do'
     ' q=${q##*") "}; q=${q#* }; [ "${q%% *}" = "$pp" ] || break;'
     ' sleep 1 & s=$!; wait "$s"; done;'
-    f" kill -0 $$ 2>/dev/null && {_STOP}"
+    f' n=0; while kill -0 $$ 2>/dev/null && kill -0 "$k" 2>/dev/null && [ $n -lt 10 ]; do'
+    f' {_STOP}; n=$((n+1)); sleep 1 & s=$!; wait "$s"; done'
     " ) </dev/null >/dev/null 2>&1 & w=$!; fi; "
 )
 
@@ -150,8 +155,11 @@ def node_script(options: FanoutOptions) -> str:
         fetch += _shared(options.bundle_dir, options.bundle_digest)
     else:
         fetch += f'd=$x; tar -xzf - -C "$d" || exit {schemas.EXIT_NO_BUNDLE}; '
+    # over ssh the script's parent is sshd's session: a parent of 1 means the connection was
+    # gone before the script began (an interrupted verify), and nothing would stop the probe
+    gone = '[ "$pp" -gt 1 ] 2>/dev/null || exit 129; ' if options.transport == "ssh" else ""
     return (
-        "umask 077; d=; x=; k=; w=; pp=$PPID; "
+        f"umask 077; d=; x=; k=; w=; pp=$PPID; {gone}"
         f"{_TRAPS}{fetch}"
         f"{_python_choice(options)}; "
         f'if command -v timeout >/dev/null 2>&1; then t="timeout -k 5 {limit}"; else t=; fi; '

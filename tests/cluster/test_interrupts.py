@@ -265,6 +265,22 @@ def test_node_script_stops_the_probe_once_its_parent_is_gone(tmp_path: Path) -> 
     assert list(tmp.glob("envtool.*")) == []
 
 
+def test_node_script_over_ssh_never_starts_the_probe_once_its_session_is_gone(
+    tmp_path: Path,
+) -> None:
+    # the parent exits before the script starts (an interrupted verify whose ssh session died
+    # while the node's shell was being started): the script's parent is 1 from its first line,
+    # no watchdog could tell, and the probe must not start at all (it would run unwatched)
+    marker = tmp_path / "started"
+    env, tmp = _node_script_run(
+        tmp_path, f"touch {marker}; exec sleep 3173",
+        '(sh -c "$1" < "$2" >/dev/null 2>&1 &) ; true',
+    )  # fmt: skip
+    assert _left_after(env, 5.0) == {}
+    assert not marker.exists()
+    assert list(tmp.glob("envtool.*")) == []
+
+
 def _left_after(env: set[str], seconds: float) -> dict[int, str]:
     """The node script's processes still there after ``seconds`` (then killed)."""
     end = time.monotonic() + seconds
