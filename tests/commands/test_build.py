@@ -144,6 +144,19 @@ def test_build_run_inspect_and_verify(engine: tuple[dockerd.Engine, str], projec
     assert doc["hosts"][0]["packages"] == locked
     assert [(f["kind"], f["actual"]) for f in doc["findings"]
             if f["severity"] != "info"] == [("shm-small", "64 MiB")]  # fmt: skip
+    # the same image in a container given --shm-size=2g (docker exec): nothing about limits
+    name = f"envtool-shm-{os.getpid()}"
+    started = _docker("run", "-d", "--rm", "--network", "none", "--shm-size=2g", "--name", name,
+                      "lab/ddp:test", "sleep", "300")  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    try:
+        code, out, err = run_main(main, project.root, [], (
+            "verify", "--transport", "docker", "--container", name, "--hosts", "image",
+            "--min-gpus", "0", "--format", "json"))  # fmt: skip
+        assert code == 0, out + err
+        assert [f["kind"] for f in json.loads(out)["findings"] if f["severity"] != "info"] == []
+    finally:
+        _docker("rm", "-f", name)
 
 
 def test_image_with_a_changed_package_is_named(
