@@ -3,6 +3,7 @@ then a new lab member's ``envtool doctor`` passing on a good node's prefix."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -20,9 +21,18 @@ def _demo_argv() -> list[str]:
     return [sys.executable, str(REPO / "examples" / "demo.py")]
 
 
+def _own_network(argv: list[str]) -> list[str]:
+    """``argv`` in a network namespace of its own where root may make one: the demo's sshd
+    nodes, its verify and doctor's port check then share no port with the tests of the other
+    xdist worker (whose clusters listen on the rendezvous port 29400 of this namespace)."""
+    if os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("ip")):
+        return argv
+    return ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$0" "$@"', *argv]
+
+
 def test_demo_finds_the_drifted_node_and_doctor_passes() -> None:
     require(sshnodes.available(), "OpenSSH sshd is not installed (apt-get install openssh-server)")
-    argv = _demo_argv()
+    argv = _own_network(_demo_argv())
     out = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     report, doctor = out.stdout.split("$ envtool verify", 1)[1].split("$ envtool doctor", 1)

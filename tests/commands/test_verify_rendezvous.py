@@ -107,7 +107,7 @@ def test_a_blocked_port_names_the_pair_and_explains_the_failed_all_reduce(rig: R
     try:
         code, alone = _verify(rig)
         code_ar, findings = _verify(rig, "--allreduce", "cluster", "--allreduce-args", ARGS,
-                                    "--timeout", "24")  # fmt: skip
+                                    "--timeout", "40")  # fmt: skip
     finally:
         _drop(rig, "-D")
     expected = [("rendezvous-unreachable", f"node1:{PORT}", ["node3"])]

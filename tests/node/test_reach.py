@@ -73,6 +73,23 @@ def test_a_held_port_is_the_port_taken_cause() -> None:
     assert doc["reach"] is None  # no connect to a store that is not envtool's
 
 
+def test_a_port_let_go_within_the_window_is_taken_in_turn() -> None:
+    # another envtool check's listener (two verify runs at once) holds the port for 0.6 s of
+    # this store's 3 s window: the store waits its turn, then hears its node
+    held = socket.socket()
+    held.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    held.bind(("", 0))
+    held.listen()
+    port = held.getsockname()[1]
+    threading.Timer(0.6, held.close).start()
+    at = f"localhost:{port}"
+    asks = {"n1": reach.Ask(at, 2, 3.0, "host"), "n2": reach.Ask(at, 2, 3.0, "member")}
+    docs = _run(asks, {"n2": 0.7})
+    listen = docs["n1"]["listen"]
+    assert listen["ok"] is True and sorted(listen["peers"]) == ["n1", "n2"], listen
+    assert docs["n2"]["reach"]["ok"] is True
+
+
 def test_resolution_only_when_no_listed_node_is_the_endpoint() -> None:
     doc = reach.check(reach.Ask(f"127.0.0.1:{_port()}", 0, 5.0, "host"), "n1")
     assert doc["addresses"] == ["127.0.0.1"] and doc["reach"] is None and doc["listen"] is None
