@@ -147,6 +147,26 @@ def project(tmp_path: Path, channel: Path) -> Project:
     return proj
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Each xdist worker's verify runs use a rendezvous port of their own (MASTER_PORT, which
+    verify's endpoint takes): the sshd and Slurm test clusters of both workers share this
+    machine's network namespace, where the store's node listens on that port for a moment;
+    on one port, one worker's check would find the other's listener there. Tests that need
+    the default port (namespaced labs) drop it (``default_rendezvous_port``)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and worker[2:].isdigit():
+        os.environ.setdefault("MASTER_PORT", str(29410 + int(worker[2:])))
+
+
+@pytest.fixture(scope="module")
+def default_rendezvous_port() -> Iterator[None]:
+    """The module's verify runs on torchrun's default rendezvous port (29400): its nodes have
+    a network namespace of their own, where no other test listens."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("MASTER_PORT", raising=False)
+        yield
+
+
 def runtime_project(root: Path, python_channel: Path) -> tuple[Project, Path]:
     """A project under ``root`` whose lock is what runs here (RUNTIME_ENV: this python, its
     torch), locked and installed into ``root/env`` once: a module's cluster shares it."""

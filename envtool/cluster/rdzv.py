@@ -17,15 +17,17 @@ TRANSPORTS = ("ssh", "slurm")  # separate machines; local and docker nodes share
 
 
 def endpoint(hosts: Sequence[Host], given: str, environ: Mapping[str, str]) -> str:
-    """``--rdzv-endpoint``, else ``MASTER_ADDR[:MASTER_PORT]``, else the first host."""
+    """``--rdzv-endpoint``, else ``MASTER_ADDR``, else the first host; on ``MASTER_PORT``
+    where it is set (a job script exports it for its launcher), else torchrun's 29400."""
     if given:
         return given
+    text = environ.get("MASTER_PORT", "").strip()
+    port = int(text) if text.isdigit() and 0 < int(text) < 65536 else DEFAULT_PORT
     addr = environ.get("MASTER_ADDR", "").strip()
     if addr:
-        port = environ.get("MASTER_PORT", "").strip()
         check_name(addr, "MASTER_ADDR")
-        return f"{addr}:{port if port.isdigit() else DEFAULT_PORT}"
-    return f"{hosts[0].name}:{DEFAULT_PORT}"
+        return f"{addr}:{port}"
+    return f"{hosts[0].name}:{port}"
 
 
 def store(hosts: Sequence[Host], at: str) -> Host | None:

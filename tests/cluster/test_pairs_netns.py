@@ -12,6 +12,7 @@ import pytest
 from conftest import Project, require
 from fixtures import netns
 
+pytestmark = pytest.mark.usefixtures("default_rendezvous_port")  # own namespaces
 RATE = "200mbit"  # a veth pair here carries gloo at ~0.2-0.4 GB/s; this is ~0.02
 ARGS = "-b 256K -e 2M -f 2 -n 2 -w 1 --backend gloo"  # on a GPU machine too: every "node" is
 # this machine, and NCCL refuses two ranks on one GPU; the veth rate limits are gloo's path

@@ -75,3 +75,18 @@ def test_a_listed_endpoint_says_nothing_and_other_reasons_stay_beside_it() -> No
         "busbw (--min-busbw/--baseline need an --allreduce mode)",
         UNLISTED,
     )
+
+
+@pytest.mark.parametrize(
+    ("environ", "at"),
+    [
+        ({}, "node1:29400"),  # torchrun's default port on the first host
+        ({"MASTER_PORT": "29555"}, "node1:29555"),  # a job script's port, on the first host
+        ({"MASTER_ADDR": "node2", "MASTER_PORT": "29555"}, "node2:29555"),
+        ({"MASTER_ADDR": "node2"}, "node2:29400"),
+        ({"MASTER_PORT": "70000"}, "node1:29400"),  # not a port: the default
+    ],
+)
+def test_the_endpoint_from_the_job_s_variables(environ: dict[str, str], at: str) -> None:
+    assert rdzv.endpoint(THREE, "", environ) == at
+    assert rdzv.endpoint(THREE, "gw:1234", environ) == "gw:1234"  # --rdzv-endpoint wins
