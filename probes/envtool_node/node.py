@@ -119,10 +119,13 @@ def collect(
     facts_path = os.path.join(folder, "facts.json")  # the rank writes it whole, or not at all
     from_rank = use_torch and "facts" in parts
     try:
+        # the rendezvous first, as every node starts: a GPU read that waits for its deadline
+        # (NVML on a dead card) must not open the store's window late, or a node's greeting
+        # late; its listener is closed before the all-reduce needs the port
+        if rdzv is not None:
+            _guarded(doc, "rendezvous", lambda: reach.check(rdzv, node))
         if "gpus" in parts:  # before any rank starts: this run's own never hold a GPU
             _guarded(doc, "gpus", gpus.collect)
-        if rdzv is not None:  # its listener closed before the all-reduce needs the port
-            _guarded(doc, "rendezvous", lambda: reach.check(rdzv, node))
         if allreduce_args is not None:
             started = _start(allreduce_args, facts_path if from_rank else "", doc)
         if "export" in parts:

@@ -121,3 +121,18 @@ def test_the_arguments_the_controller_sends() -> None:
     assert ask is not None and ask.role == "host" and left == []
     assert reach.asked(["--no-torch"], {}) == (None, ["--no-torch"])
     assert reach.host_of("[fe80::1]:29400") == "fe80::1" and reach.host_of("n1") == "n1"
+
+
+def test_the_rendezvous_is_checked_before_the_gpus_are_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    # a GPU read may take its whole deadline (NVML on a dead card): the store's window and
+    # every node's greeting must not wait for it
+    from envtool_node import gpus, node
+
+    order: list[str] = []
+    monkeypatch.setattr(gpus, "collect", lambda *a, **k: order.append("gpus") or {})
+    monkeypatch.setattr(reach, "check", lambda *a, **k: order.append("rendezvous") or {})
+    ask = reach.Ask("node1:29400", 2, 1.0, "member")
+    node.collect(str(tmp_path), False, None, ("gpus",), rdzv=ask)
+    assert order == ["rendezvous", "gpus"]
