@@ -130,13 +130,16 @@ def ddp(prefix: Path, nproc: int, timeout: float) -> Step:
 
 
 def port_free(port: int) -> bool:
-    """Nothing listens on ``port`` and this user may bind it (what torchrun will do)."""
+    """Nothing listens on ``port`` and this user may bind it (what torchrun will do), with
+    SO_REUSEADDR as TCPStore binds: connections a finished run left in TIME_WAIT (an
+    ``envtool verify`` whose rendezvous check listened here) do not count, a listener does."""
     with socket.socket() as sock:
         sock.settimeout(0.5)
         if sock.connect_ex(("127.0.0.1", port)) == 0:
             return False
     with socket.socket() as sock:
         try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("", port))
         except OSError:
             return False
