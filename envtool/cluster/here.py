@@ -5,7 +5,8 @@ subprocess and no torch, their document read by the node protocol like any node'
 
 The parts are called one by one rather than through ``envtool_node.node.collect``: that entry
 point imports the all-reduce launcher and the rendezvous check (tens of milliseconds a Slurm
-prolog pays on every node for nothing). Each part is guarded as the node guards it.
+prolog pays on every node for nothing). Each part is guarded and the export refused as the
+node does it: the same functions (envtool_node.parts).
 """
 
 from __future__ import annotations
@@ -25,20 +26,6 @@ from envtool.protocol.types import HostReport
 QUICK_PARTS = ("export", "gpus", "limits", "network")
 
 
-def _export(prefix: str) -> dict[str, Any]:
-    """The export part, with the node's two refusals (envtool_node/node.py ``_export``)."""
-    from envtool_node import schema
-    from envtool_node.export import export_prefix
-
-    if not os.path.isdir(os.path.join(prefix, "conda-meta")):
-        message = f"no conda environment at {prefix} (no conda-meta/)"
-        return {"error": message, "kind": schema.PART_ENV_MISSING}
-    if os.path.exists(os.path.join(prefix, schema.INCOMPLETE_MARKER)):
-        message = f"the install into {prefix} did not finish; re-run envtool install"
-        return {"error": message, "kind": schema.PART_INCOMPLETE}
-    return export_prefix(prefix)
-
-
 def _collectors(prefix: str) -> dict[str, Callable[[], dict[str, Any]]]:
     def gpus() -> dict[str, Any]:
         from envtool_node import gpus
@@ -55,14 +42,19 @@ def _collectors(prefix: str) -> dict[str, Callable[[], dict[str, Any]]]:
 
         return network.collect(os.environ)
 
-    return {"gpus": gpus, "export": lambda: _export(prefix), "limits": limits,
-            "network": network}  # fmt: skip
+    def export() -> dict[str, Any]:
+        from envtool_node.parts import export
+
+        return export(prefix)
+
+    return {"gpus": gpus, "export": export, "limits": limits, "network": network}
 
 
 def document(prefix: Path | None, parts: tuple[str, ...] = QUICK_PARTS) -> dict[str, Any]:
     """The node document of this machine with ``parts`` (no export without a prefix); a part
-    that raises is its error, as on a node."""
+    that raises is its error, as on a node (envtool_node.parts)."""
     from envtool_node import schema
+    from envtool_node.parts import guarded
 
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     doc: dict[str, Any] = {"schema": schema.NODE, "prefix": str(prefix or ""), "node": node}
@@ -70,10 +62,7 @@ def document(prefix: Path | None, parts: tuple[str, ...] = QUICK_PARTS) -> dict[
     for part in parts:
         if part == "export" and prefix is None:
             continue
-        try:
-            doc[part] = collectors[part]()
-        except Exception as exc:  # a part's failure is data, as on a node
-            doc[part] = {"error": f"{type(exc).__name__}: {exc}"[:300], "kind": schema.PART_FAILED}
+        guarded(doc, part, collectors[part])
     return doc
 
 

@@ -130,20 +130,12 @@ def ddp(prefix: Path, nproc: int, timeout: float) -> Step:
 
 
 def port_free(port: int) -> bool:
-    """Nothing listens on ``port`` and this user may bind it (what torchrun will do), with
-    SO_REUSEADDR as TCPStore binds: connections a finished run left in TIME_WAIT (an
-    ``envtool verify`` whose rendezvous check listened here) do not count, a listener does."""
-    with socket.socket() as sock:
-        sock.settimeout(0.5)
-        if sock.connect_ex(("127.0.0.1", port)) == 0:
-            return False
-    with socket.socket() as sock:
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind(("", port))
-        except OSError:
-            return False
-    return True
+    """Nothing listens on ``port`` (what torchrun will bind): the node's own test, the one the
+    store's node makes before torchrun (envtool_node.rendezvous.is_free: SO_REUSEADDR as
+    TCPStore binds, so a finished run's connections in TIME_WAIT do not count)."""
+    from envtool_node.rendezvous import is_free
+
+    return is_free(port)
 
 
 def free_port() -> int:

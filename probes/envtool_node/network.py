@@ -15,10 +15,10 @@ import ipaddress
 import os
 import socket
 import struct
-import threading
 
 from . import infiniband
 from .infiniband import parse_list, read_text
+from .reach import resolve
 from .schema import NETWORK
 
 TYPE_CHECKING = False
@@ -132,24 +132,6 @@ def nccl_selection(value: str | None, found: list[dict[str, Any]]) -> dict[str, 
     return {"variable": "NCCL_SOCKET_IFNAME", "value": value, "selected": selected, "how": how}
 
 
-def _resolve(host: str, seconds: float = RESOLVE_SECONDS) -> list[str]:
-    """The addresses ``host`` resolves to, or none within ``seconds`` (a dead DNS server must
-    not hold the node's answer)."""
-    found: list[str] = []
-
-    def lookup() -> None:
-        try:
-            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-        except (OSError, UnicodeError):
-            return
-        found.extend(dict.fromkeys(str(info[4][0]) for info in infos))
-
-    worker = threading.Thread(target=lookup, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    return list(found) if not worker.is_alive() else []
-
-
 def _holding(address: str, found: list[dict[str, Any]]) -> list[str]:
     """The up interfaces whose subnet holds ``address`` (127.0.1.1 is lo's)."""
     try:
@@ -176,7 +158,7 @@ def gloo_selection(value: str | None, found: list[dict[str, Any]]) -> dict[str, 
         doc["how"] = "variable"
         return doc
     selected: list[str] = []
-    for address in _resolve(socket.gethostname()):
+    for address in resolve(socket.gethostname(), RESOLVE_SECONDS)[0]:
         selected = _holding(address, found)
         if selected:
             break

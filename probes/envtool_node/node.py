@@ -22,42 +22,12 @@ import time
 from . import allreduce, facts, gpus, limits, network, reach, schema
 from . import launch as ranks
 from .launch import Terminated
+from .parts import error, export, guarded
 from .rendezvous import PortTaken
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
-
-
-class PartFailure(Exception):
-    """A part of the document cannot be made, for a reason envtool tells apart (``kind``)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-def _error(exc: BaseException) -> dict[str, Any]:
-    if isinstance(exc, PartFailure):
-        return {"error": str(exc), "kind": exc.kind}
-    text = str(exc).strip().splitlines()
-    message = "%s: %s" % (type(exc).__name__, text[0] if text else "")
-    return {"error": message, "kind": schema.PART_FAILED}
-
-
-def _export(prefix: str) -> dict[str, Any]:
-    from .export import export_prefix
-
-    if not os.path.isdir(os.path.join(prefix, "conda-meta")):
-        message = "no conda environment at %s (no conda-meta/)" % prefix
-        raise PartFailure(schema.PART_ENV_MISSING, message)
-    if os.path.exists(os.path.join(prefix, schema.INCOMPLETE_MARKER)):
-        message = "the install into %s did not finish (%s is there); re-run envtool install" % (
-            prefix,
-            schema.INCOMPLETE_MARKER,
-        )
-        raise PartFailure(schema.PART_INCOMPLETE, message)
-    return export_prefix(prefix)
+    from typing import Any
 
 
 def _facts_of_rank(path: str) -> dict[str, Any] | None:
@@ -75,13 +45,6 @@ def _facts_of_rank(path: str) -> dict[str, Any] | None:
     return doc
 
 
-def _guarded(doc: dict[str, Any], key: str, part: Callable[[], dict[str, Any]]) -> None:
-    try:
-        doc[key] = part()
-    except Exception as exc:  # a part's failure is data for the admin, not a crash
-        doc[key] = _error(exc)
-
-
 def _start(
     allreduce_args: list[str], facts_path: str, doc: dict[str, Any]
 ) -> tuple[Any, Any, bool] | None:
@@ -94,7 +57,7 @@ def _start(
         doc["allreduce"] = exc.document()
         return None
     except (Exception, SystemExit) as exc:
-        doc["allreduce"] = _error(exc)
+        doc["allreduce"] = error(exc)
         return None
 
 
@@ -123,22 +86,22 @@ def collect(
         # (NVML on a dead card) must not open the store's window late, or a node's greeting
         # late; its listener is closed before the all-reduce needs the port
         if rdzv is not None:
-            _guarded(doc, "rendezvous", lambda: reach.check(rdzv, node))
+            guarded(doc, "rendezvous", lambda: reach.check(rdzv, node))
         if "gpus" in parts:  # before any rank starts: this run's own never hold a GPU
-            _guarded(doc, "gpus", gpus.collect)
+            guarded(doc, "gpus", gpus.collect)
         if allreduce_args is not None:
             started = _start(allreduce_args, facts_path if from_rank else "", doc)
         if "export" in parts:
-            _guarded(doc, "export", lambda: _export(prefix))
+            guarded(doc, "export", lambda: export(prefix))
         if started is not None:
             job, launch, multinode = started
-            _guarded(doc, "allreduce", lambda: allreduce.finish(job, launch, multinode))
+            guarded(doc, "allreduce", lambda: allreduce.finish(job, launch, multinode))
         if "facts" in parts:
             ranked = _facts_of_rank(facts_path) if from_rank else None
-            _guarded(doc, "facts", lambda: ranked or facts.collect(use_torch=use_torch))
+            guarded(doc, "facts", lambda: ranked or facts.collect(use_torch=use_torch))
         if parts:  # the limits under the environment; none with --allreduce-only
-            _guarded(doc, "limits", limits.collect)
-            _guarded(doc, "network", lambda: network.collect(os.environ))
+            guarded(doc, "limits", limits.collect)
+            guarded(doc, "network", lambda: network.collect(os.environ))
     finally:
         if started is not None:
             ranks.stop(started[1])
