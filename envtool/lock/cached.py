@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envtool import yamlio
+from envtool.errors import InputError
 from envtool.models import Environment, Package
+from envtool.private import why_unsafe
 
 if TYPE_CHECKING:
     from envtool.lock.lockfile import Lockfile
@@ -81,6 +83,14 @@ def _decode(text: str) -> LockedEnv:
     return LockedEnv(Environment(str(doc["source"]), "lock", tuple(packages)), tuple(sources))
 
 
+def _trusted(copy: Path) -> bool:
+    """The cached copy and every folder up to the cache's root are this user's (or root's)
+    and nobody else may write them (private.why_unsafe)."""
+    return copy.is_file() and not any(
+        why_unsafe(p) for p in (copy, copy.parent, cache_dir()) if p.exists()
+    )
+
+
 def read(path: Path, platform: str, convert: Convert) -> LockedEnv:
     """The lock's packages for ``platform``: from the cache when this very lock was read
     before, else parsed (InputError as ``lockfile.read`` raises it), converted and
@@ -88,10 +98,11 @@ def read(path: Path, platform: str, convert: Convert) -> LockedEnv:
     text = yamlio.read_text(path, "lockfile")
     key = hashlib.sha256(f"{FORMAT}\0{platform}\0{path}\0".encode() + text.encode()).hexdigest()
     copy = cache_dir() / "locks" / f"{key}.json"
-    try:
-        return _decode(copy.read_text(encoding="utf-8"))
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    if _trusted(copy):  # a copy another user could write would fake the lock: parse instead
+        try:
+            return _decode(yamlio.read_text(copy, "lock cache"))
+        except (InputError, ValueError, KeyError, TypeError):
+            pass
     from envtool.lock import lockfile  # the YAML parse and its model: only on a miss
 
     data = lockfile.parse(text, path)
