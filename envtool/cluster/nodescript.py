@@ -81,9 +81,18 @@ def _python_choice(options: FanoutOptions) -> str:
 # makes one of its own), which still holds the probe if the signal came while `timeout` was
 # forking it: `timeout` then leaves at once and its child would run on, orphaned.
 _STOP = '{ kill -TERM "$k"; kill -TERM -"$k"; } 2>/dev/null'
+# The watchdog ($w, below) is stopped, its sleep killed, then it: no signal to it can be lost
+# or left a sleep behind. A TERM to a loop that trapped it was lost when it came before the
+# subshell had set its trap, and one between `sleep 1 &` and `s=$!` left that sleep running
+# after the script had ended (CI saw both). Only while $w is still this shell's child (its
+# ppid is $$): a $w reaped earlier could name another process by now.
+_END_WATCHDOG = (
+    '[ -z "$w" ] || { q=; read -r q < "/proc/$w/stat"; q=${q##*") "}; q=${q#* }; '
+    'if [ "${q%% *}" = "$$" ] && kill -STOP "$w"; then c=; '
+    'read -r c < "/proc/$w/task/$w/children"; kill -KILL $c "$w"; fi; } 2>/dev/null; '
+)
 _TRAPS = (
-    f'trap \'[ -z "$w" ] || kill "$w" 2>/dev/null; [ -z "$k" ] || {_STOP}; '
-    '[ -z "$x" ] || rm -rf "$x"\' EXIT; '
+    f'trap \'{_END_WATCHDOG}[ -z "$k" ] || {_STOP}; [ -z "$x" ] || rm -rf "$x"\' EXIT; '
     "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 140' USR2; "
 )  # USR2: how envtool stops an srun step (srun passes it on; TERM it makes the tasks' KILL)
 # Without a pty, nothing tells a command that its ssh connection is gone: sshd's session
@@ -97,16 +106,15 @@ _TRAPS = (
 # subshell's `exec timeout` (sh only notes a caught signal, and exec drops the note), and
 # only a later one reaches `timeout`, which passes it on. Not watched: PPID 0 or 1 (docker
 # exec, docker run), and systems without /proc. The loop holds none of the session's file
-# descriptors (the session would wait for them) and the EXIT trap ends it and its sleep: a
-# normal run is not delayed.
+# descriptors (the session would wait for them) and the EXIT trap ends it and its sleep
+# (_END_WATCHDOG): a normal run is not delayed and leaves nothing.
 _WATCHDOG = (
     'if [ "${pp:-0}" -gt 1 ] 2>/dev/null && [ -r "/proc/$$/stat" ]; then ('
-    " trap 'kill \"$s\" 2>/dev/null; exit 0' TERM; s=;"
     ' while read -r q < "/proc/$$/stat"; do'
     ' q=${q##*") "}; q=${q#* }; [ "${q%% *}" = "$pp" ] || break;'
-    ' sleep 1 & s=$!; wait "$s"; done;'
+    " sleep 1; done;"
     f' n=0; while kill -0 $$ 2>/dev/null && kill -0 "$k" 2>/dev/null && [ $n -lt 10 ]; do'
-    f' {_STOP}; n=$((n+1)); sleep 1 & s=$!; wait "$s"; done'
+    f" {_STOP}; n=$((n+1)); sleep 1; done"
     " ) </dev/null >/dev/null 2>&1 & w=$!; fi; "
 )
 

@@ -270,11 +270,13 @@ def test_node_script_over_ssh_never_starts_the_probe_once_its_session_is_gone(
 ) -> None:
     # the parent exits before the script starts (an interrupted verify whose ssh session died
     # while the node's shell was being started): the script's parent is 1 from its first line,
-    # no watchdog could tell, and the probe must not start at all (it would run unwatched)
+    # no watchdog could tell, and the probe must not start at all (it would run unwatched).
+    # The script is exec'd 0.5 s after its parent left: started at once, it could read $PPID
+    # while that parent was still there (the suite saw it once under load).
     marker = tmp_path / "started"
     env, tmp = _node_script_run(
         tmp_path, f"touch {marker}; exec sleep 3173",
-        '(sh -c "$1" < "$2" >/dev/null 2>&1 &) ; true',
+        '((sleep 0.5; exec sh -c "$1" < "$2" >/dev/null 2>&1) &) ; true',
     )  # fmt: skip
     assert _left_after(env, 5.0) == {}
     assert not marker.exists()
