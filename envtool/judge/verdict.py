@@ -126,6 +126,28 @@ def unused(policy: Policy) -> tuple[str, ...]:
     return ()
 
 
+SENT_PARTS = ("gpus", "network", "limits")  # the node package always sends these
+
+
+def missing_parts(reports: list[HostReport]) -> tuple[str, ...]:
+    """Each part the node package always sends that a host's answer lacked without saying
+    why (a hand-made or older document, judged on what it holds): no finding, but said
+    beside "all good" and in the JSON report's ``unchecked``, never passed over in silence."""
+    out = []
+    for part in SENT_PARTS:
+        hosts = [
+            r.host
+            for r in reports
+            if r.ok
+            and getattr(r, part) is None
+            and not {part, "answer"} & {p.part for p in r.problems}
+        ]
+        if hosts:
+            named = ", ".join(hosts[:3]) + (f" and {len(hosts) - 3} more" if len(hosts) > 3 else "")
+            out.append(f"{part} on {named} (not in the node's answer)")
+    return tuple(out)
+
+
 def _unreadable(envs: dict[str, Environment]) -> list[Finding]:
     """Each conda record a node could not read, by its file (judge/rules.py: it explains the
     package's absence on that node)."""

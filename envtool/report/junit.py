@@ -12,7 +12,7 @@ from envtool.protocol.verify_report import HostEntry, VerifyDocument
 
 def _not_run(doc: VerifyDocument, host: HostEntry, check: Check) -> str:
     """Why ``check`` did not run on ``host`` ("": it ran): a cause that stops every other
-    check there (no environment, unreachable), no lock, no all-reduce, no network or limits
+    check there (no environment, unreachable), no lock, no all-reduce, no gpus, network or limits
     part from the node (an older node, or the part failed)."""
     for f in doc.findings:
         kind = Kind(f.kind)
@@ -26,6 +26,8 @@ def _not_run(doc: VerifyDocument, host: HostEntry, check: Check) -> str:
         return "not checked: no lock (--no-lock)"
     if check is Check.ALLREDUCE and host.allreduce is None:
         return "not checked: no all-reduce ran on this host"
+    if check is Check.GPU and host.gpus is None:
+        return "not checked: this host sent no gpus part"
     if check is Check.NETWORK and host.network is None:
         return "not checked: this host sent no network part"
     if check is Check.LIMITS and host.limits is None:

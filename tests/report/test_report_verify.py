@@ -146,3 +146,44 @@ def test_network_and_limits_findings_are_testcases_of_their_hosts() -> None:
         skipped = cases[("gpu03", name)].find("skipped")
         assert skipped is not None, name
         assert skipped.get("message") == f"not checked: this host sent no {name} part"
+
+
+def test_parts_a_node_did_not_send_are_said_beside_all_good(capsys) -> None:  # type: ignore[no-untyped-def]
+    """A node answer without its gpus part (a hand-made or older document) is judged on what
+    it holds, and the report says which check had nothing to go on: beside "all good", in the
+    JSON's ``unchecked`` and as JUnit ``<skipped>``. A part that failed says so itself (its
+    probe-failed finding), and an unreachable host is a finding of its own: neither is listed."""
+    from envtool.protocol.gpu_types import GpuLayer
+    from envtool.protocol.types import Problem, ProblemKind
+
+    net = Network((Interface("eth0", True, False, ("10.0.0.1/24",), 1500),), None)
+    roomy = Limits(2**34, "", (65536, 65536), (-1, -1), "6.1.0", "2.36")
+    failed = Problem("gpus", ProblemKind.FAILED, "RuntimeError: boom")
+    rs = [
+        HostReport(
+            "a", facts=FACTS, gpus=GpuLayer("none", why="no driver"), network=net, limits=roomy
+        ),
+        HostReport("b", facts=FACTS, network=net, limits=roomy),
+        HostReport("c", facts=FACTS, network=net, limits=roomy, problems=(failed,)),
+        HostReport("d", failure=Failure(Outcome.SSH_FAILED, "no route")),
+    ]
+    assert verdict.missing_parts(rs) == ("gpus on b (not in the node's answer)",)
+    many = [HostReport(f"n{i}", facts=FACTS) for i in range(5)]
+    assert (
+        verdict.missing_parts(many)[0] == "gpus on n0, n1, n2 and 2 more (not in the node's answer)"
+    )
+    result = verdict.Verdict(tuple(rs[:2]), (), "", 1.0, unchecked=verdict.missing_parts(rs))
+    report.show(result, "table", None)
+    said = " ".join(capsys.readouterr().out.split())
+    assert "all good" in said and "not checked: gpus on b (not in the node's answer)" in said
+    doc = report.document(result)
+    assert doc.unchecked == ("gpus on b (not in the node's answer)",)
+    cases = {
+        (c.get("classname"), c.get("name")): c
+        for c in ET.fromstring(junit.render(doc)).iter("testcase")
+    }
+    skipped = cases[("b", "gpu")].find("skipped")
+    assert (
+        skipped is not None and skipped.get("message") == "not checked: this host sent no gpus part"
+    )
+    assert cases[("a", "gpu")].find("skipped") is None
