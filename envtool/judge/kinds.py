@@ -113,6 +113,7 @@ class Kind(str, Enum):
     RDZV_LOOPBACK = "rendezvous-loopback"
     RDZV_ADDRESS_DIFFERS = "rendezvous-address-differs"
     RDZV_UNREACHABLE = "rendezvous-unreachable"
+    RDZV_LATE = "rendezvous-late"
     SHM_SMALL = "shm-small"
     MEMLOCK_LOW = "memlock-low"
     NOFILE_LOW = "nofile-low"

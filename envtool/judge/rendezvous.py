@@ -1,9 +1,10 @@
 """The rendezvous from every node (pure): the rendezvous host must resolve on every node, to
 one and the same address that is not loopback (on the node that hosts the store too), and
 its port must take a connection from every node while envtool listens there
-(envtool_node/reach.py). One cause, one finding: a node whose name lookup is already wrong
-is not also named unreachable, and across nodes (``--allreduce cluster``) these findings
-explain the run's failed all-reduce."""
+(envtool_node/reach.py); a node whose connects came only while nobody listened (its start, or
+the store node's, lagged past the window) was not checked, and is said so. One cause, one
+finding: a node whose name lookup is already wrong is not also named unreachable, and across
+nodes (``--allreduce cluster``) these findings explain the run's failed all-reduce."""
 
 from __future__ import annotations
 
@@ -80,19 +81,66 @@ def _port_taken(r: HostReport, c: RendezvousCheck) -> list[Finding]:
     return [_finding(Kind.RDZV_PORT_TAKEN, "rendezvous", expected, c.listen.error, r.host)]
 
 
-def _unreachable(checks: dict[str, RendezvousCheck], store: str, named: set[str]) -> list[Finding]:
-    """Each node whose connect failed while the store's node listened."""
+Span = tuple[float, float]
+Offset = tuple[float, float]  # HostReport.clock_offset: (node clock - ours, ± bound)
+
+
+def missed(
+    opened: Span | None, store: Offset | None, tried: Span | None, peer: Offset | None
+) -> float:
+    """Seconds by which a node's connects certainly missed the store's listening, on this
+    machine's clock (each node's span less its clock offset, both offsets' bounds allowed
+    for): > 0 they all came after it closed, < 0 all before it opened, 0 they may have met
+    (or a span or an offset is unknown: an older node, judged as before)."""
+    if opened is None or tried is None or store is None or peer is None:
+        return 0.0
+    slack = store[1] + peer[1]
+    after = (tried[0] - peer[0]) - (opened[1] - store[0])
+    before = (opened[0] - store[0]) - (tried[1] - peer[0])
+    if after > slack:
+        return after
+    return -before if before > slack else 0.0  # fmt: skip
+
+
+def _late(where: str, store: str, gaps: dict[str, float]) -> list[Finding]:
+    """The nodes whose connects missed the listening: each that came after it closed, or
+    the store's node where every one of them gave up before it opened."""
+    expected = "connects while envtool listened there"
+    early = sorted(h for h, gap in gaps.items() if gap < 0)
+    out = [_finding(Kind.RDZV_LATE, where, expected,
+                    f"its connects began {gap:.1f} s after the port closed: not checked", host)
+           for host, gap in gaps.items() if gap > 0]  # fmt: skip
+    if early:
+        gap = min(-gaps[h] for h in early)
+        names = ", ".join(early[:3]) + (f" and {len(early) - 3} more" if len(early) > 3 else "")
+        actual = f"it opened the port {gap:.1f} s after {names} stopped trying: not checked"
+        out.append(_finding(Kind.RDZV_LATE, where, expected, actual, store))
+    return out
+
+
+def _unreachable(
+    reports: Sequence[HostReport], checks: dict[str, RendezvousCheck], store: str,
+    named: set[str],
+) -> list[Finding]:  # fmt: skip
+    """Each node whose connect failed while the store's node listened; a node whose
+    connects certainly missed the listening is rendezvous-late instead (not checked)."""
     c = checks[store]
     where = f"{store}:{c.port}"
-    out = []
+    offsets = {r.host: r.clock_offset for r in reports}
+    opened = c.listen.open if c.listen is not None else None
+    out, gaps = [], {}
     for host, mine in checks.items():
         reach = mine.reach
         if host in named or reach is None or reach.ok:
             continue
+        gap = missed(opened, offsets.get(store), reach.tried, offsets.get(host))
+        if gap:
+            gaps[host] = gap
+            continue
         actual = f"{reach.error} (to {reach.address}:{c.port})"
         out.append(_finding(Kind.RDZV_UNREACHABLE, where, f"a connection from {host}", actual,
                             host))  # fmt: skip
-    return out
+    return out + _late(where, store, gaps)
 
 
 def check(reports: Sequence[HostReport]) -> list[Finding]:
@@ -107,7 +155,7 @@ def check(reports: Sequence[HostReport]) -> list[Finding]:
             continue
         out += _port_taken(r, c)
         if c.listen.ok:
-            out += _unreachable(checks, r.host, named)
+            out += _unreachable(reports, checks, r.host, named)
     return out
 
 

@@ -109,6 +109,18 @@ NETWORK_RULES: dict[Kind, Rule] = {
         "open TCP {subject} to these nodes (nftables/iptables, security group)",
         "open the rendezvous port to every node (firewall, security group)",
     ),
+    Kind.RDZV_LATE: Rule(
+        Check.NETWORK, Severity.WARNING, None,
+        "a node's connects to the rendezvous port all came after envtool stopped listening "
+        "on the store's node, or all before it began (on envtool's clock, each node's offset "
+        "and its bound taken into account): one of the two started late (a slow ssh login, a "
+        "python slow to start on a cold filesystem). The port was not checked from that "
+        "node, which is said instead of `rendezvous-unreachable`; where the store's node was "
+        "the late one, one finding names it",
+        "find what delays that node's start (`time ssh NODE true`, the python's first import), "
+        "then run verify again",
+        "find what delays the node's start (ssh login, python's start), then verify again",
+    ),
     # the limits under the environment (judge/limits.py; thresholds: LimitsPolicy, the
     # policy file's limits: section)
     Kind.SHM_SMALL: Rule(

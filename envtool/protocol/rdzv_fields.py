@@ -3,6 +3,7 @@ rdzv_types.RendezvousCheck: every value checked and cut; anything else is Malfor
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from envtool.protocol import schemas
@@ -20,12 +21,26 @@ def _flag(doc: dict[str, Any], key: str) -> bool:
     return value
 
 
+def _span(doc: dict[str, Any], key: str) -> tuple[float, float] | None:
+    """``[start, end]`` in seconds since the epoch (the node's clock), or None (an older
+    node sent none)."""
+    value = doc.get(key)
+    if value is None:
+        return None
+    if not (isinstance(value, list) and len(value) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                    and math.isfinite(v) and 0 <= v < 1e11 for v in value)
+            and value[0] <= value[1]):  # fmt: skip
+        raise Malformed(f"'{key}' must be [start, end] in seconds since the epoch")
+    return float(value[0]), float(value[1])
+
+
 def _reach(value: Any) -> Reach | None:
     if value is None:
         return None
     doc = mapping(value, "rendezvous reach")
     return Reach(_flag(doc, "ok"), string(doc, "error", 200) or "", number(doc, "seconds"),
-                 string(doc, "address", 100) or "")  # fmt: skip
+                 string(doc, "address", 100) or "", _span(doc, "tried"))  # fmt: skip
 
 
 def _listen(value: Any) -> Listen | None:
@@ -36,7 +51,7 @@ def _listen(value: Any) -> Listen | None:
     return Listen(
         _flag(doc, "ok"), string(doc, "error", 300) or "",
         tuple(str(p)[:200] for p in peers if isinstance(p, str)),
-        string(doc, "cause", 50) or "", string(doc, "holder", 200) or "",
+        string(doc, "cause", 50) or "", string(doc, "holder", 200) or "", _span(doc, "open"),
     )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ class Reach:
     error: str  # "" when ok: "timed out after 3 s", "connection refused"
     seconds: float
     address: str  # the address it connected to (its first resolved one)
+    tried: tuple[float, float] | None = None  # the attempts' wall-clock span on the node
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class Listen:
     peers: tuple[str, ...]  # the names of the nodes heard, itself included
     cause: str = ""  # schemas.CAUSE_PORT_TAKEN: another process holds the port
     holder: str = ""  # that process's user (and pid, where visible)
+    open: tuple[float, float] | None = None  # the wall-clock span it took connections
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import platform
 import resource
+import time
 
 from . import schema
 from .facts import glibc_version
@@ -47,3 +48,18 @@ def collect(shm: str = SHM) -> dict[str, Any]:
         "kernel": platform.release(),
         "glibc": glibc_version(),
     }
+
+
+def process_age(fallback: float) -> float:
+    """Seconds since this process was exec'd (/proc/self/stat's start time against the boot
+    clock): its interpreter's start counts too, a slow one (site-packages on a cold network
+    filesystem, a sitecustomize) included. ``fallback`` (the seconds since main() began)
+    where that cannot be read or is no more than it."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read(4096).decode("ascii", "replace")
+        ticks = int(stat.rsplit(") ", 1)[1].split()[19])  # field 22, starttime
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return fallback
+    return age if fallback <= age < fallback + 3600 else fallback

@@ -87,8 +87,9 @@ def _family(address: str) -> int:
 
 def connect(address: str, port: int, name: str, deadline: float) -> dict[str, Any]:
     """One bounded TCP connect to ``address:port`` and a greeting, retried while refused
-    (or unroutable) until ``deadline``: ``{ok, error, seconds, address}``."""
-    start = time.monotonic()
+    (or unroutable) until ``deadline``: ``{ok, error, seconds, address, tried}``; ``tried``:
+    the wall-clock span of the attempts (the judge sets it against the store's ``open``)."""
+    start, began = time.monotonic(), time.time()
     error = "no attempt before the window closed"
     while True:
         left = deadline - time.monotonic()
@@ -101,7 +102,7 @@ def connect(address: str, port: int, name: str, deadline: float) -> dict[str, An
             sock.connect((address, port))
             sock.sendall(GREETING + name.encode("utf-8", "replace")[:200] + b"\n")
             return {"ok": True, "error": None, "seconds": round(time.monotonic() - start, 3),
-                    "address": address}  # fmt: skip
+                    "address": address, "tried": [began, time.time()]}  # fmt: skip
         except socket.timeout:  # retried too: the whole time tried is what it says
             error = "timed out after %g s" % round(time.monotonic() - start, 1)
         except OSError as exc:
@@ -110,7 +111,8 @@ def connect(address: str, port: int, name: str, deadline: float) -> dict[str, An
         finally:
             sock.close()
     seconds = round(time.monotonic() - start, 3)
-    return {"ok": False, "error": error, "seconds": seconds, "address": address}
+    return {"ok": False, "error": error, "seconds": seconds, "address": address,
+            "tried": [began, time.time()]}  # fmt: skip
 
 
 def _bind(port: int) -> socket.socket:
@@ -197,6 +199,7 @@ def _host(doc: dict[str, Any], port: int, ask: Ask, name: str, deadline: float) 
     except OSError as exc:
         doc["listen"] = {"ok": False, "error": exc.strerror or str(exc), "peers": []}
         return
+    opened = time.time()
     box: dict[str, Any] = {}
     addresses = doc["addresses"]
     worker = None
@@ -210,11 +213,14 @@ def _host(doc: dict[str, Any], port: int, ask: Ask, name: str, deadline: float) 
         peers = listen(sock, ask.nodes, deadline)
     finally:
         sock.close()
+    closed = time.time()
     if worker is not None:
         worker.join(max(0.0, deadline - time.monotonic()) + ATTEMPT)
         doc["reach"] = dict(box) or {"ok": False, "error": "no answer", "seconds": 0.0,
                                      "address": addresses[0]}  # fmt: skip
-    doc["listen"] = {"ok": True, "error": None, "peers": peers}
+    # open: the wall-clock span the port took connections (a peer that tried only outside
+    # it was not checked: its start lagged, judge/rendezvous.py)
+    doc["listen"] = {"ok": True, "error": None, "peers": peers, "open": [opened, closed]}
 
 
 def check(ask: Ask, name: str) -> dict[str, Any]:

@@ -3,7 +3,8 @@ own network namespace, hostname and /etc/hosts (tests/fixtures/netns.py): health
 clean and the store's node hears every node; a node whose /etc/hosts maps its own name to
 127.0.1.1 (Debian's habit) is named; a rendezvous port dropped by iptables inside one node's
 namespace names that node, the store's node and the port, and explains the cross-node
-all-reduce that fails on it (one cause, one finding)."""
+all-reduce that fails on it (one cause, one finding); a node whose start lagged past the
+window is said not checked, not unreachable."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Project, require, runtime_project
-from fixtures import netns
+from fixtures import netns, sshnodes
 
 from envtool.cluster import survey
 from envtool.cluster.options import FanoutOptions
@@ -121,3 +122,32 @@ def test_a_blocked_port_names_the_pair_and_explains_the_failed_all_reduce(rig: R
     assert code_ar == 1 and errors == expected, findings
     (cause,) = [f for f in findings if f["kind"] == "rendezvous-unreachable"]
     assert isinstance(cause["follows"], int) and cause["follows"] >= 1
+
+
+def test_a_node_that_started_past_the_window_is_not_checked_not_unreachable(
+    rig: Rig, tmp_path: Path
+) -> None:
+    """node3's python takes 14 s to start (a sitecustomize that sleeps, as site-packages on a
+    cold network filesystem would): node1 stopped listening after its 10 s window, node3's
+    connects were refused because nobody listened any more. That is no blocked port: it is
+    rendezvous-late, a warning that the port was not checked from node3 (it was
+    rendezvous-unreachable, an error, before the nodes sent their spans)."""
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(
+        "import os, time\n"
+        "if not os.environ.get('ENVTOOL_TEST_SLOWED'):  # once: not its subprocesses\n"
+        "    os.environ['ENVTOOL_TEST_SLOWED'] = '1'\n"
+        "    time.sleep(14)\n"
+    )
+    node3 = rig.lab.cluster.nodes[2]
+    before = dict(node3.env)
+    sshnodes.set_env(node3, {**before, "PYTHONPATH": str(slow)})
+    try:
+        code, findings = _verify(rig, "--timeout", "60")
+    finally:
+        sshnodes.set_env(node3, before)
+    assert code == 0  # a warning: the port was not checked from node3, nothing found broken
+    assert _rendezvous(findings) == [("rendezvous-late", f"node1:{PORT}", ["node3"])], findings
+    (late,) = [f for f in findings if f["kind"] == "rendezvous-late"]
+    assert late["severity"] == "warning" and "after the port closed" in str(late["actual"])

@@ -120,3 +120,60 @@ def test_across_nodes_the_failed_all_reduce_follows_from_it() -> None:
     # per node, the all-reduces do not use this rendezvous: their failures stay
     per_node = verdict.decide(_failed_run(reports), None, replace(policy, allreduce="node"))
     assert {f.kind for f in per_node} == {Kind.RDZV_UNREACHABLE, Kind.ALLREDUCE_FAILED}
+
+
+T = 1_800_000_000.0  # a wall-clock second on the nodes
+
+
+def _timed(late: float, offset: tuple[float, float] = (0.0, 0.2)) -> list[HostReport]:
+    """node1 listened T..T+10; node2 tried T+1..T+11 and got through; node3 tried, refused,
+    from ``late`` seconds after T for 10 s, its clock read with ``offset``."""
+    refused = Reach(False, "connection refused", 10.0, A1, (T + late, T + late + 10))
+    listen = replace(HEARD, open=(T, T + 10))
+    rs = [_check("node1", listen=listen), _check("node2", reach=replace(OK, tried=(T + 1, T + 1))),
+          _check("node3", reach=refused)]  # fmt: skip
+    bounds = {"node1": (0.0, 0.2), "node2": (0.0, 0.2), "node3": offset}
+    return [replace(r, clock_offset=bounds[r.host]) for r in rs]
+
+
+def test_a_node_whose_connects_came_after_the_listener_closed_was_not_checked() -> None:
+    """node3's start lagged 12 s: its connects were refused because nobody listened any more,
+    not because a firewall rejects them; said as not checked, never as unreachable."""
+    [f] = rendezvous.check(_timed(12.0))
+    assert (f.kind, f.severity.value, f.subject, f.hosts) == (
+        Kind.RDZV_LATE,
+        "warning",
+        "node1:29400",
+        ("node3",),
+    )
+    assert f.actual == "its connects began 2.0 s after the port closed: not checked"
+    # the same refusal while the port was open is a finding of the port
+    [f] = rendezvous.check(_timed(5.0))
+    assert (f.kind, f.hosts) == (Kind.RDZV_UNREACHABLE, ("node3",))
+
+
+def test_lateness_counts_only_beyond_each_clocks_bound() -> None:
+    # node3's clock runs 3 s ahead: its T+12 is envtool's T+9, while the port was open
+    assert _kinds(rendezvous.check(_timed(12.0, (3.0, 0.2))))[0][0] is Kind.RDZV_UNREACHABLE
+    # an offset known only to ± 1.5 s cannot tell a 2 s gap from an overlap: judged as before
+    assert _kinds(rendezvous.check(_timed(12.0, (0.0, 1.9))))[0][0] is Kind.RDZV_UNREACHABLE
+    assert _kinds(rendezvous.check(_timed(12.0, (0.0, 1.7))))[0][0] is Kind.RDZV_LATE
+    # an older node sends no spans, or its clock is unknown: judged as before
+    old = [replace(r, clock_offset=None) for r in _timed(12.0)]
+    assert _kinds(rendezvous.check(old))[0][0] is Kind.RDZV_UNREACHABLE
+
+
+def test_a_store_node_that_opened_after_the_others_gave_up_is_the_one_named() -> None:
+    rs = _timed(-20.0)  # node3 tried T-20..T-10; node2 too, refused
+    node2 = _check("node2", reach=Reach(False, "connection refused", 10.0, A1, (T - 19, T - 9)))
+    rs[1] = replace(node2, clock_offset=(0.0, 0.2))
+    [f] = rendezvous.check(rs)
+    assert (f.kind, f.hosts) == (Kind.RDZV_LATE, ("node1",))
+    assert f.actual == "it opened the port 9.0 s after node2, node3 stopped trying: not checked"
+
+
+def test_missed_is_signed_and_zero_when_unknown() -> None:
+    assert rendezvous.missed((T, T + 10), (0.0, 0.1), (T + 12, T + 22), (0.0, 0.1)) == 2.0
+    assert rendezvous.missed((T, T + 10), (0.0, 0.1), (T - 9, T - 5), (0.0, 0.1)) == -5.0
+    assert rendezvous.missed((T, T + 10), (0.0, 0.1), (T + 9, T + 19), (0.0, 0.1)) == 0.0
+    assert rendezvous.missed(None, (0.0, 0.1), (T + 12, T + 22), (0.0, 0.1)) == 0.0

@@ -53,12 +53,22 @@ def test_the_store_hears_every_node_and_itself() -> None:
         assert doc["reach"]["ok"] and doc["reach"]["address"] == doc["addresses"][0], name
         assert doc["role"] == ("host" if name == "n1" else "peer")
     assert docs["n2"]["listen"] is None
+    # the wall-clock spans the judge sets against each other: every node connected while
+    # the store's node listened (n2 and n3 began 0.5 s before it, and retried)
+    opened, closed = host["listen"]["open"]
+    assert opened <= closed
+    for name, doc in docs.items():
+        began, ended = doc["reach"]["tried"]
+        assert began <= ended and opened <= ended <= closed, name
+    assert docs["n2"]["reach"]["tried"][0] < opened  # it began before the listener
 
 
 def test_nobody_listening_is_refused_until_the_window_closes() -> None:
     doc = reach.check(reach.Ask(f"127.0.0.1:{_port()}", 2, 1.0, "member"), "n2")
     assert doc["reach"]["ok"] is False and doc["reach"]["error"] == "connection refused"
     assert 0.9 <= doc["reach"]["seconds"] < 3.0
+    began, ended = doc["reach"]["tried"]
+    assert 0.9 <= ended - began < 3.0
 
 
 def test_a_held_port_is_the_port_taken_cause() -> None:
