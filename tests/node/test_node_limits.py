@@ -77,3 +77,18 @@ def test_the_node_reports_its_own_limits_and_clock(tmp_path: Path) -> None:
     assert read.limits.nofile == (256, 512) and read.limits.memlock == (65536, 131072)
     assert read.clock is not None and read.clock.time == doc["clock"]["time"]
     assert read.problems == ()
+
+
+def test_the_clock_entry_counts_a_slow_interpreter_start(tmp_path: Path) -> None:
+    """The process's age comes from /proc/self/stat: a python whose start took 0.8 s (a
+    sitecustomize that sleeps, as a cold network filesystem would) reports at least that,
+    where the seconds since main() began would say almost nothing; the controller's bound on
+    that node's clock offset stays as tight as the others'."""
+    (tmp_path / "sitecustomize.py").write_text("import time\ntime.sleep(0.8)\n")
+    probes = Path(limits.__file__).resolve().parents[1]
+    code = "from envtool_node import limits; print(limits.process_age(0.001))"
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{probes}"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True, timeout=30)  # fmt: skip
+    assert 0.8 <= float(out.stdout) < 10.0
+    assert limits.process_age(1e9) == 1e9  # never less than the time main() has run
