@@ -159,10 +159,33 @@ def check(reports: Sequence[HostReport]) -> list[Finding]:
     return out
 
 
+def _explain_pairs(found: list[Finding]) -> list[Finding]:
+    """Pair by pair, a node that could not connect to the store's node explains the failed
+    all-reduce of the pair of those two nodes (the same link: a cut cable, a firewall
+    between them); it is dropped and counted on the rendezvous finding."""
+    cut: dict[frozenset[str], Finding] = {}
+    for f in found:
+        if f.kind is Kind.RDZV_UNREACHABLE:
+            store = f.subject.rpartition(":")[0]
+            cut.update({frozenset((store, host)): f for host in f.hosts if host != store})
+    counts: dict[int, int] = {}
+    out = []
+    for f in found:
+        cause = cut.get(frozenset(f.hosts)) if f.kind is Kind.ALLREDUCE_FAILED else None
+        if cause is not None and len(f.hosts) == 2 and " <-> " in f.subject:
+            counts[id(cause)] = counts.get(id(cause), 0) + 1
+            continue
+        out.append(f)
+    return [replace(f, follows=f.follows + counts[id(f)]) if id(f) in counts else f for f in out]
+
+
 def explain_cluster(found: list[Finding], mode: str) -> list[Finding]:
     """Across nodes, a rendezvous finding explains the run's failed all-reduce on every node
-    (its ``allreduce-failed`` findings are dropped and counted on the first cause); per node
-    and pair by pair the all-reduces do not use this rendezvous, and stay."""
+    (its ``allreduce-failed`` findings are dropped and counted on the first cause); pair by
+    pair, an unreachable port explains the failed pair of those two nodes; per node the
+    all-reduces do not use this rendezvous, and stay."""
+    if mode in ("pairs", "bisect"):
+        return _explain_pairs(found)
     causes = [i for i, f in enumerate(found) if f.kind in CAUSES]
     if mode != "cluster" or not causes:
         return found

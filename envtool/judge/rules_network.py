@@ -105,7 +105,8 @@ NETWORK_RULES: dict[Kind, Rule] = {
         "there, on the store's node, before any torch process (3 s a try, retried until a "
         "window of 10 s or a third of `--timeout` closed): a firewall between the two "
         "(`DROP`: timed out; `REJECT`: refused). Names the node, the store's node and the "
-        "port; with `--allreduce cluster` it explains the run's `allreduce-failed`",
+        "port; with `--allreduce cluster` it explains the run's `allreduce-failed`, pair by "
+        "pair the failed pair of those two nodes",
         "open TCP {subject} to these nodes (nftables/iptables, security group)",
         "open the rendezvous port to every node (firewall, security group)",
     ),

@@ -83,17 +83,19 @@ def test_a_hung_pair_costs_its_round_not_the_run(
     prefix: Path, project: Project, tmp_path: Path
 ) -> None:
     """node1 and node2 cannot reach each other (every packet between them dropped): their
-    pair fails at the deadline and is named; every other pair is still measured, and the run
-    goes on through all its rounds."""
+    pair fails at the deadline and follows from the rendezvous finding that names the link;
+    every other pair is still measured, and the run goes on through all its rounds."""
     timeout = 40
     with netns.lab(tmp_path / "lab", 4, {"CONDA_PREFIX": str(prefix)}) as lab:
         lab.cut_link(1, 2)
         doc = _pairs(project, lab, timeout=timeout)
-    # the survey's rendezvous check (reach.py) already finds node2 cut off from node1's port
-    assert _errors(doc) == [
-        ("rendezvous-unreachable", "node1:29400", ["node2"]),
-        ("allreduce-failed", "node1 <-> node2", ["node1", "node2"]),
-    ]
+    # the survey's rendezvous check (reach.py) already finds node2 cut off from node1's port:
+    # the pair node1 <-> node2 fails on that same link, and is no second finding
+    assert _errors(doc) == [("rendezvous-unreachable", "node1:29400", ["node2"])]
+    findings = doc["findings"]
+    assert isinstance(findings, list)
+    (cut,) = [f for f in findings if f["kind"] == "rendezvous-unreachable"]
+    assert cut["follows"] == 1
     pairs = doc["pairs"]
     assert isinstance(pairs, list) and doc["rounds"] == 3
     hung = [p for p in pairs if (p["a"], p["b"]) == ("node1", "node2")]

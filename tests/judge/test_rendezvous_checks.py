@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from test_gpu import allreduce
+
 from envtool.judge import gpu, rendezvous, verdict
 from envtool.judge.findings import Finding, Kind
 from envtool.protocol.rdzv_types import Listen, Reach, RendezvousCheck
@@ -120,6 +122,27 @@ def test_across_nodes_the_failed_all_reduce_follows_from_it() -> None:
     # per node, the all-reduces do not use this rendezvous: their failures stay
     per_node = verdict.decide(_failed_run(reports), None, replace(policy, allreduce="node"))
     assert {f.kind for f in per_node} == {Kind.RDZV_UNREACHABLE, Kind.ALLREDUCE_FAILED}
+
+
+def test_pair_by_pair_the_pair_of_the_cut_link_follows_from_it() -> None:
+    """node3 cannot reach node1's port: the pair node1 <-> node3 fails on the same link and
+    is no second finding; node2 <-> node3 failing too is a cause of its own and stays."""
+    from envtool.protocol.types import PairRun, PairsRun
+
+    reports = _healthy()
+    reports[0] = _check("node1", listen=HEARD)
+    reports[2] = _check("node3", reach=DROPPED)
+    ok = allreduce(100.0)
+    run = PairsRun((PairRun("node1", "node2", 1, ok), PairRun("node1", "node3", 2, None, "hung"),
+                    PairRun("node2", "node3", 3, None, "hung")), 3, 30.0)  # fmt: skip
+    for mode in ("pairs", "bisect"):
+        policy = verdict.Policy(gpu.GpuPolicy(min_gpus=0), mode)
+        found = verdict.decide(reports, None, policy, run)
+        assert [(f.kind, f.subject) for f in found if f.severity.value == "error"] == [
+            (Kind.RDZV_UNREACHABLE, "node1:29400"),
+            (Kind.ALLREDUCE_FAILED, "node2 <-> node3"),
+        ], mode
+        assert found[0].follows == 1
 
 
 T = 1_800_000_000.0  # a wall-clock second on the nodes
