@@ -3,6 +3,7 @@ table, written as JSON (protocol/verify_report.py) or as JUnit (report/junit.py)
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -150,7 +151,30 @@ def _compared(verdict: Verdict) -> str:
     note = f"; no runtime from {missing} host(s) (an older probe)" if missing else ""
     checked = f"compared {against}: {', '.join(levels) or 'package records'}{note}"
     unchecked = f"\nnot checked: {', '.join(verdict.unchecked)}" if verdict.unchecked else ""
-    return f"{checked}\nall-reduce: {_allreduce_checked(verdict)}{unchecked}"
+    cards = _gpus_read(verdict)
+    cards = f"\nGPUs read without torch: {cards}" if cards else ""
+    return f"{checked}{cards}\nall-reduce: {_allreduce_checked(verdict)}{unchecked}"
+
+
+def _gpus_read(verdict: Verdict) -> str:
+    """What each host's gpus part read, hosts alike folded into one node set: ``8x NVIDIA
+    H100 80GB HBM3 (driver 550.54.15, nvml) on node[1-16]``, ``none on node17``."""
+    groups: dict[str, list[str]] = {}
+    for r in verdict.reports:
+        layer = r.gpus
+        if layer is None:
+            continue  # said in "not checked" (judge/verdict.missing_parts)
+        key = "none"
+        if layer.devices:
+            models = Counter(d.name for d in layer.devices)
+            key = " + ".join(f"{n}x {model}" for model, n in sorted(models.items()))
+            key += (
+                f" (driver {layer.driver}, {layer.source})"
+                if layer.driver
+                else f" ({layer.source})"
+            )
+        groups.setdefault(key, []).append(r.host)
+    return "; ".join(f"{key} on {nodeset(hosts)}" for key, hosts in groups.items())
 
 
 def _allreduce_checked(verdict: Verdict) -> str:

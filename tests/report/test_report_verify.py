@@ -187,3 +187,24 @@ def test_parts_a_node_did_not_send_are_said_beside_all_good(capsys) -> None:  # 
         skipped is not None and skipped.get("message") == "not checked: this host sent no gpus part"
     )
     assert cases[("a", "gpu")].find("skipped") is None
+
+
+def test_all_good_says_which_gpus_it_read_hosts_alike_folded(capsys) -> None:  # type: ignore[no-untyped-def]
+    """The verdict line names what the GPU layer rests on: each kind of host's cards, folded
+    into one node set, and the hosts that read none; a host that sent no gpus part is said
+    under "not checked" instead."""
+    from envtool.protocol.gpu_types import GpuDevice, GpuLayer
+
+    h100 = GpuDevice(0, "NVIDIA H100 80GB HBM3")
+    eight = GpuLayer("nvml", "550.54.15", devices=tuple(replace(h100, index=i) for i in range(8)))
+    rs = (*(HostReport(f"gpu{i:02}", facts=FACTS, gpus=eight) for i in range(1, 4)),
+          HostReport("login", facts=FACTS, gpus=GpuLayer("none", why="no NVIDIA driver")),
+          HostReport("old", facts=FACTS))  # fmt: skip
+    report.show(verdict.Verdict(rs, (), "", 1.0), "table", None)
+    said = " ".join(capsys.readouterr().out.split())
+    assert (
+        "GPUs read without torch: 8x NVIDIA H100 80GB HBM3 (driver 550.54.15, nvml) on "
+        "gpu[01-03]; none on login;" in said
+    )
+    segment = said.split("GPUs read without torch: ")[1].split("; all-reduce:")[0]
+    assert "old" not in segment  # no gpus part: nothing read there
