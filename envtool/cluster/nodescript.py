@@ -79,8 +79,10 @@ def _python_choice(options: FanoutOptions) -> str:
 # signalled), remove the temp dir. A trapped signal exits, so the EXIT trap runs.
 # The probe is stopped twice over: `timeout` itself, and its process group (-$k: `timeout`
 # makes one of its own), which still holds the probe if the signal came while `timeout` was
-# forking it: `timeout` then leaves at once and its child would run on, orphaned.
-_STOP = '{ kill -TERM "$k"; kill -TERM -"$k"; } 2>/dev/null'
+# forking it: `timeout` then leaves at once and its child would run on, orphaned. The group
+# first: the script's EXIT trap stops the watchdog as soon as `timeout` has left, which could
+# fall between the two kills (CI saw the probe left behind when `timeout` came first).
+_STOP = '{ kill -TERM -"$k"; kill -TERM "$k"; } 2>/dev/null'
 # The watchdog ($w, below) is stopped, its sleep killed, then it: no signal to it can be lost
 # or left a sleep behind. A TERM to a loop that trapped it was lost when it came before the
 # subshell had set its trap, and one between `sleep 1 &` and `s=$!` left that sleep running
