@@ -1,7 +1,8 @@
 """This node's network as NCCL and gloo will use it (the ``network`` part, envtool.network/1).
 
-The interfaces under /sys/class/net (up, loopback, MTU, speed) with their addresses (IPv4 by
-``SIOCGIFADDR``, IPv6 from /proc/net/if_inet6: no process started), the interfaces
+The interfaces under /sys/class/net (up, loopback, MTU, speed) with their addresses (IPv4 from
+``getifaddrs``, as NCCL lists them, secondary and labelled ones too, else ``SIOCGIFADDR``'s one;
+IPv6 from /proc/net/if_inet6: no process started), the interfaces
 ``NCCL_SOCKET_IFNAME`` and ``GLOO_SOCKET_IFNAME`` select (or, unset, the ones NCCL and gloo
 would pick themselves), and the InfiniBand ports (envtool_node/infiniband.py).
 
@@ -10,6 +11,7 @@ Python 3.9, standard library only; every file read is bounded.
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import ipaddress
 import os
@@ -55,6 +57,55 @@ def _ipv4(name: str) -> list[str]:
     return ["%s/%d" % (socket.inet_ntoa(addr), bits)]
 
 
+class _Sockaddr(ctypes.Structure):
+    _fields_ = [("family", ctypes.c_ushort), ("data", ctypes.c_ubyte * 14)]
+
+
+class _Ifaddrs(ctypes.Structure):
+    pass
+
+
+_Ifaddrs._fields_ = [
+    ("next", ctypes.POINTER(_Ifaddrs)),
+    ("name", ctypes.c_char_p),
+    ("flags", ctypes.c_uint),
+    ("addr", ctypes.POINTER(_Sockaddr)),
+    ("netmask", ctypes.POINTER(_Sockaddr)),
+    ("ifu", ctypes.c_void_p),
+    ("data", ctypes.c_void_p),
+]  # fmt: skip  (struct ifaddrs, <ifaddrs.h>)
+
+
+def _ipv4_all() -> dict[str, list[str]] | None:
+    """Interface name → every IPv4 address with its prefix length, from libc's getifaddrs
+    (what NCCL walks): secondary addresses too, a labelled one (``eth0:1``) under its
+    interface. None where getifaddrs cannot be called (then SIOCGIFADDR gives one each)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        head = ctypes.POINTER(_Ifaddrs)()
+        if libc.getifaddrs(ctypes.byref(head)) != 0:
+            return None
+    except (OSError, AttributeError):
+        return None
+    out: dict[str, list[str]] = {}
+    try:
+        node = head
+        for _ in range(MAX_INTERFACES * 16):  # a bounded walk of a list the kernel made
+            if not node:
+                break
+            entry = node.contents
+            if entry.addr and entry.addr.contents.family == socket.AF_INET and entry.name:
+                name = entry.name.decode("utf-8", "replace").split(":", 1)[0]
+                addr = socket.inet_ntoa(bytes(entry.addr.contents.data[2:6]))
+                mask = bytes(entry.netmask.contents.data[2:6]) if entry.netmask else b"\xff" * 4
+                bits = bin(int.from_bytes(mask, "big")).count("1")
+                out.setdefault(name, []).append("%s/%d" % (addr, bits))
+            node = entry.next
+    finally:
+        libc.freeifaddrs(head)
+    return out
+
+
 def _ipv6(proc: str) -> dict[str, list[str]]:
     """Interface name → its IPv6 addresses (loopback's ``::1`` left out, as NCCL does)."""
     out: dict[str, list[str]] = {}
@@ -71,7 +122,9 @@ def _ipv6(proc: str) -> dict[str, list[str]]:
     return out
 
 
-def _interface(sysfs: str, name: str, ipv6: Mapping[str, list[str]]) -> dict[str, Any]:
+def _interface(
+    sysfs: str, name: str, ipv4: Mapping[str, list[str]] | None, ipv6: Mapping[str, list[str]]
+) -> dict[str, Any]:
     here = os.path.join(sysfs, "class", "net", name)
     flags = _integer(read_text(os.path.join(here, "flags")), 16) or 0
     operstate = read_text(os.path.join(here, "operstate"))
@@ -81,7 +134,8 @@ def _interface(sysfs: str, name: str, ipv6: Mapping[str, list[str]]) -> dict[str
         "up": bool(flags & IFF_UP) and operstate in ("up", "unknown"),
         "loopback": bool(flags & IFF_LOOPBACK)
         or read_text(os.path.join(here, "type")) == ARPHRD_LOOPBACK,
-        "addresses": _ipv4(name) + list(ipv6.get(name, [])),
+        "addresses": (_ipv4(name) if ipv4 is None else list(ipv4.get(name, [])))
+        + list(ipv6.get(name, [])),
         "mtu": _integer(read_text(os.path.join(here, "mtu"))),
         "speed_mbps": speed if speed is not None and speed > 0 else None,
     }
@@ -96,8 +150,8 @@ def interfaces(sysfs: str = "/sys", proc: str = "/proc") -> list[dict[str, Any]]
         return []
     index = {n: _integer(read_text(os.path.join(folder, n, "ifindex"))) or 0 for n in names}
     names = sorted(names, key=lambda n: (index[n], n))[:MAX_INTERFACES]
-    ipv6 = _ipv6(proc)
-    return [_interface(sysfs, n, ipv6) for n in names]
+    ipv4, ipv6 = _ipv4_all(), _ipv6(proc)
+    return [_interface(sysfs, n, ipv4, ipv6) for n in names]
 
 
 def usable(found: list[dict[str, Any]]) -> list[str]:

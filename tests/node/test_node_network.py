@@ -4,11 +4,17 @@ for a node whose speed file cannot be read)."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import require
 
 from envtool_node import network
 
@@ -112,3 +118,36 @@ def test_a_node_tree_read_defensively(tmp_path: Path) -> None:
     assert doc["nccl"]["selected"] == []  # no interface of that tree has an address here
     assert doc["ib"] == {"present": False, "ports": [], "hca_variable": None,
                          "hca_missing": [], "peermem": None}  # fmt: skip
+
+
+SECONDARY = """
+mount -t sysfs sysfs /sys && ip link set lo up &&
+ip link add v0 type veth peer name v1 && ip link set v0 up && ip link set v1 up &&
+ip addr add 10.1.0.1/24 dev v0 && ip addr add 10.1.0.2/24 dev v0 &&
+ip addr add 10.2.0.1/16 dev v0 label v0:7 &&
+exec "$0" -c 'import json, sys; sys.path.insert(0, sys.argv[1]); from envtool_node import network
+found = network.interfaces()
+print(json.dumps([found, network._holding("10.2.0.5", found)]))' "$1"
+"""
+
+
+def test_secondary_and_labelled_addresses_are_read_as_nccl_lists_them() -> None:
+    """A network namespace of its own whose v0 has a primary address, a secondary one in the
+    same subnet and a labelled one (v0:7) in another (`ip addr add ... label`): getifaddrs
+    lists all three, as NCCL's interface walk sees them, under v0; the labelled subnet is
+    v0's when gloo looks for the interface holding its hostname's address (SIOCGIFADDR gave
+    the primary only: 10.2.0.5 was held by no interface)."""
+    require(shutil.which("unshare") is not None and os.geteuid() == 0 and shutil.which("ip")
+            is not None, "needs root, unshare and iproute2")  # fmt: skip
+    probes = str(Path(network.__file__).resolve().parents[1])
+    out = subprocess.run(
+        ["unshare", "--net", "--mount", "sh", "-c", SECONDARY, sys.executable, probes],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    found, holders = json.loads(out.stdout)
+    v0 = next(i for i in found if i["name"] == "v0")
+    ipv4 = [a for a in v0["addresses"] if ":" not in a]
+    assert sorted(ipv4) == ["10.1.0.1/24", "10.1.0.2/24", "10.2.0.1/16"]
+    assert not any(i["name"].startswith("v0:") for i in found)
+    assert holders == ["v0"]
