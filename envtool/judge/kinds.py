@@ -114,6 +114,7 @@ class Kind(str, Enum):
     RDZV_ADDRESS_DIFFERS = "rendezvous-address-differs"
     RDZV_UNREACHABLE = "rendezvous-unreachable"
     RDZV_LATE = "rendezvous-late"
+    GLOO_LOOPBACK = "gloo-loopback"
     SHM_SMALL = "shm-small"
     MEMLOCK_LOW = "memlock-low"
     NOFILE_LOW = "nofile-low"

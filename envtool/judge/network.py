@@ -121,6 +121,34 @@ def _has_gpus(report: HostReport) -> bool:
     return cards or (report.facts is not None and report.facts.device_count > 0)
 
 
+def _gloo_loopback(reports: list[HostReport]) -> list[Finding]:
+    """GLOO_SOCKET_IFNAME unset and the hostname on loopback: gloo's own pick is lo. Only
+    where another node is known not to share that loopback (same boot id and network
+    namespace: nodes of one machine's one namespace reach each other there)."""
+    where: dict[str, tuple[str, int] | None] = {}
+    for r in reports:
+        if r.network is not None:
+            boot = r.facts.boot_id if r.facts is not None else ""
+            where[r.host] = (boot, r.network.netns) if boot and r.network.netns else None
+    out = []
+    for r in reports:
+        net, mine = r.network, where.get(r.host)
+        if net is None or net.gloo is None or net.gloo.how != "hostname":
+            continue
+        chosen = [net.interface(name) for name in net.gloo.selected]
+        if not chosen or not all(i is not None and i.loopback for i in chosen):
+            continue
+        others = [o for h, o in where.items() if h != r.host and o is not None]
+        if mine is None or all(o == mine for o in others):
+            continue  # one loopback, no peer, or not known (an older node, no boot id)
+        kind = Kind.GLOO_LOOPBACK
+        out.append(Finding(kind, severity(kind, ordinary=_has_gpus(r)), "GLOO_SOCKET_IFNAME",
+                           "an interface the other nodes reach",
+                           "unset, and the hostname resolves to loopback: gloo would use lo",
+                           (r.host,)))  # fmt: skip
+    return out
+
+
 def check(reports: list[HostReport], machines: Machines | None = None) -> list[Finding]:
     """Network findings across the hosts that sent their network part (``machines``: names
     of one machine, which count once in a comparison)."""
@@ -132,6 +160,7 @@ def check(reports: list[HostReport], machines: Machines | None = None) -> list[F
             out += _unmatched(r.host, r.network)
             if r.network.ib is not None:
                 out += _ib_checks(r.host, r.network.ib, _has_gpus(r))
+    out += _gloo_loopback(reports)
     return out + _link_checks(nets, machines) + _rate_checks(nets, machines)
 
 

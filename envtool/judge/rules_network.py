@@ -21,6 +21,18 @@ NETWORK_RULES: dict[Kind, Rule] = {
         "set it to the interface that carries the nodes' traffic (`ip -br addr`), or unset it",
         frozenset({Kind.ALLREDUCE_FAILED}),
     ),
+    Kind.GLOO_LOOPBACK: Rule(
+        Check.NETWORK, Severity.ERROR, Severity.WARNING,
+        "`GLOO_SOCKET_IFNAME` is unset and the node's hostname resolves to a loopback address "
+        "(Debian writes `127.0.1.1 <hostname>` into /etc/hosts): gloo's own pick is then `lo` "
+        "(torch warns \"Unable to resolve hostname to a (local) address\") and the other "
+        "nodes cannot reach its gloo pairs. Said only where another node does not share that "
+        "loopback (another boot, or another network namespace). An error on a node without "
+        "GPUs (gloo is what DDP uses there), a warning beside NCCL (only gloo groups fail)",
+        "set GLOO_SOCKET_IFNAME to the interface that carries the nodes' traffic, or map the "
+        "hostname to the node's real address in /etc/hosts",
+        "set `GLOO_SOCKET_IFNAME`, or give the hostname its real address in /etc/hosts",
+    ),
     Kind.MTU_DIFFERS: Rule(
         Check.NETWORK, Severity.WARNING, None,
         "the MTU of the interface NCCL (else gloo) selects differs from the other nodes': "

@@ -109,4 +109,13 @@ def read_network(value: Any) -> Network:
         _selection(doc.get("nccl"), "nccl"),
         _selection(doc.get("gloo"), "gloo"),
         _ib(doc.get("ib")),
+        _netns(doc.get("netns")),
     )
+
+
+def _netns(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 2**64:
+        raise Malformed("'netns' must be a namespace's inode number or null")
+    return value

@@ -74,6 +74,8 @@ class Network:
     nccl: IfSelection | None = None
     gloo: IfSelection | None = None
     ib: Infiniband | None = None
+    netns: int | None = None  # the network namespace's inode (one loopback where it and the
+    # boot id are the same); None: an older node, or /proc/self/ns unreadable
 
     def interface(self, name: str) -> Interface | None:
         """The interface of that name, if the node has it."""

@@ -221,11 +221,21 @@ def gloo_selection(value: str | None, found: list[dict[str, Any]]) -> dict[str, 
     return doc
 
 
+def netns(proc: str = "/proc") -> int | None:
+    """The inode of this process's network namespace: with the boot id, nodes that share one
+    (one loopback) are told from nodes that only share a kernel (containers, namespaces)."""
+    try:
+        return os.stat(os.path.join(proc, "self", "ns", "net")).st_ino
+    except OSError:
+        return None
+
+
 def collect(environ: Mapping[str, str], sysfs: str = "/sys", proc: str = "/proc") -> dict[str, Any]:
     """The ``network`` part of the node document."""
     found = interfaces(sysfs, proc)
     return {
         "schema": NETWORK,
+        "netns": netns(proc),
         "interfaces": found,
         "nccl": nccl_selection(environ.get("NCCL_SOCKET_IFNAME"), found),
         "gloo": gloo_selection(environ.get("GLOO_SOCKET_IFNAME") or None, found),

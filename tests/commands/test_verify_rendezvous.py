@@ -151,3 +151,22 @@ def test_a_node_that_started_past_the_window_is_not_checked_not_unreachable(
     assert _rendezvous(findings) == [("rendezvous-late", f"node1:{PORT}", ["node3"])], findings
     (late,) = [f for f in findings if f["kind"] == "rendezvous-late"]
     assert late["severity"] == "warning" and "after the port closed" in str(late["actual"])
+
+
+def test_gloo_on_a_hostname_that_resolves_to_loopback_is_named_on_that_node(rig: Rig) -> None:
+    """node2's /etc/hosts gives its own name 127.0.1.1 (Debian's habit) and its sessions have
+    no GLOO_SOCKET_IFNAME: gloo's own pick there is lo, which node1 and node3 (namespaces of
+    their own) cannot reach. Named on node2 alone; the others, whose hostnames resolve to
+    their eth0, are clean."""
+    hosts = rig.root / "hosts2"
+    before, node2 = hosts.read_text(), rig.lab.cluster.nodes[1]
+    env = dict(node2.env)
+    try:  # in place (the same inode, bind-mounted)
+        hosts.write_text(before.replace(f"{rig.lab.address(2)} node2", "127.0.1.1 node2"))
+        sshnodes.set_env(node2, {k: v for k, v in env.items() if k != "GLOO_SOCKET_IFNAME"})
+        _code, findings = _verify(rig)
+    finally:
+        hosts.write_text(before)
+        sshnodes.set_env(node2, env)
+    gloo = [(f["kind"], f["subject"], f["hosts"]) for f in findings if f["kind"] == "gloo-loopback"]
+    assert gloo == [("gloo-loopback", "GLOO_SOCKET_IFNAME", ["node2"])], findings

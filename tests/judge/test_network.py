@@ -133,3 +133,34 @@ def test_no_ib_and_no_gpus_say_nothing_about_ib() -> None:
     assert network.check([HostReport("a", facts=NodeFacts(device_count=0),
                                      network=net(ib=no_gpu))]) == []  # fmt: skip
     assert network.check(hosts(a=net(ib=Infiniband(False)))) == []
+
+
+ON_LO = IfSelection("GLOO_SOCKET_IFNAME", None, ("lo",), "hostname")
+
+
+def _booted(reports: list[HostReport], boot: str, gpus: int = 0) -> list[HostReport]:
+    return [replace(r, facts=NodeFacts(device_count=gpus, boot_id=boot)) for r in reports]
+
+
+def test_gloo_on_loopback_is_named_where_the_others_do_not_share_it() -> None:
+    """b's hostname resolves to 127.0.1.1 and GLOO_SOCKET_IFNAME is unset: gloo's own pick
+    is lo, which a and c (other namespaces) cannot reach. An error without GPUs (gloo is the
+    backend), a warning beside NCCL; nothing where the variable is set, or where every node
+    shares one boot and one network namespace (one loopback: test nodes on 127.0.0.x)."""
+    b = net(gloo=ON_LO)
+    apart = hosts(a=replace(net(), netns=11), b=replace(b, netns=12), c=replace(net(), netns=13))
+    [f] = network.check(_booted(apart, "boot-1"))
+    assert (f.kind, f.severity, f.subject, f.hosts) == (
+        Kind.GLOO_LOOPBACK,
+        Severity.ERROR,
+        "GLOO_SOCKET_IFNAME",
+        ("b",),
+    )
+    [f] = network.check(_booted(apart, "boot-1", gpus=8))
+    assert f.severity is Severity.WARNING
+    shared = hosts(a=replace(net(), netns=7), b=replace(b, netns=7), c=replace(net(), netns=7))
+    assert network.check(_booted(shared, "boot-1")) == []
+    assert network.check(apart) == []  # no boot id (an older node): not known, not said
+    assert network.check(_booted(apart[1:2], "boot-1")) == []  # one node: no peer to miss it
+    set_lo = IfSelection("GLOO_SOCKET_IFNAME", "lo", ("lo",), "variable")
+    assert network.check(_booted(hosts(a=net(), b=net(gloo=set_lo)), "x")) == []
