@@ -37,6 +37,7 @@ def test_the_node_packages_own_document_reads_back(tmp_path: Path) -> None:
     assert lo is not None and lo.loopback and "127.0.0.1/8" in lo.addresses
     assert net.nccl is not None and (net.nccl.value, net.nccl.selected) == ("=lo", ("lo",))
     assert net.gloo is not None and net.gloo.how == "hostname"
+    assert net.netns == os.stat("/proc/self/ns/net").st_ino  # this process's namespace
     assert net.ib is not None and net.ib.present and net.ib.hca_missing == ("mlx5_9",)
     assert [(p.name, p.up, p.rate_gbps) for p in net.ib.ports] == [
         ("i40iw0:1", True, 10.0),
@@ -74,6 +75,9 @@ GOOD = {"schema": "envtool.network/1", "interfaces": [], "nccl": None, "gloo": N
             },
             "rate_gbps",
         ),
+        ({**GOOD, "netns": True}, "'netns' must be"),
+        ({**GOOD, "netns": -1}, "'netns' must be"),
+        ({**GOOD, "netns": 2**70}, "'netns' must be"),
     ],
 )
 def test_malformed_parts_are_that_nodes_problem(part: dict[str, Any], says: str) -> None:

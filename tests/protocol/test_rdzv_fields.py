@@ -12,6 +12,7 @@ import pytest
 from envtool.protocol.documents import read_node
 from envtool.protocol.fields import Malformed
 from envtool.protocol.rdzv_fields import read_rendezvous
+from envtool.protocol.rdzv_types import Reach
 from envtool.protocol.types import ProblemKind
 from envtool_node import reach
 
@@ -30,13 +31,22 @@ def test_what_a_node_writes_is_read() -> None:
     assert check.is_host and check.addresses == ("127.0.0.1",) and check.nodes == 2
     assert check.reach is not None and check.reach.ok and check.reach.address == "127.0.0.1"
     assert check.listen is not None and check.listen.ok and check.listen.peers == ("n1",)
+    assert check.listen.open is not None and check.reach.tried is not None
+    assert check.listen.open[0] <= check.reach.tried[0] <= check.reach.tried[1]
+    ok = {"ok": False, "seconds": 1, "tried": [1.0, 2.0]}  # the shape the refusals below break
+    assert read_rendezvous({**doc, "reach": ok}).reach == Reach(False, "", 1.0, "", (1.0, 2.0))
 
 
 @pytest.mark.parametrize(
     "change",
     [{"schema": "envtool.rendezvous/9"}, {"role": "boss"}, {"port": 0}, {"port": "29400x"},
      {"reach": {"ok": "yes", "seconds": 1}}, {"listen": {"ok": True, "peers": "n1"}},
-     {"addresses": "127.0.0.1"}, {"reach": {"ok": True, "seconds": -1}}],
+     {"addresses": "127.0.0.1"}, {"reach": {"ok": True, "seconds": -1}},
+     {"reach": {"ok": False, "seconds": 1, "tried": [2.0, 1.0]}},
+     {"reach": {"ok": False, "seconds": 1, "tried": [1.0, float("nan")]}},
+     {"reach": {"ok": False, "seconds": 1, "tried": "now"}},
+     {"listen": {"ok": True, "peers": [], "open": [1.0]}},
+     {"listen": {"ok": True, "peers": [], "open": [True, 2.0]}}],
 )  # fmt: skip
 def test_a_malformed_part_is_refused(change: dict[str, Any]) -> None:
     with pytest.raises(Malformed):
