@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fixtures import runtime
+from fixtures import netns, runtime
 from fixtures.channel import build_channel, realistic_packages
 from fixtures.runtime import runtime_packages
 
@@ -179,6 +179,30 @@ def runtime_project(root: Path, python_channel: Path) -> tuple[Project, Path]:
     prefix = root / "env"
     assert project.run("install", "--prefix", str(prefix))[0] == 0
     return project, prefix
+
+
+@dataclass
+class RuntimeLab:
+    """Three namespaced sshd nodes (fixtures/netns.py) whose sessions find a prefix with this
+    torch, and the project that locked it."""
+
+    lab: netns.Lab
+    project: Project
+    root: Path  # the lab's folder: node i's /etc/hosts is hosts{i} there
+
+
+@contextlib.contextmanager
+def runtime_lab(
+    root: Path, python_channel: Path, setup: dict[int, str] | None = None
+) -> Iterator[RuntimeLab]:
+    """A module's lab under ``root`` (``setup``: netns.lab's per-node commands); its nodes'
+    temp files go to ``root/tmp``."""
+    require(netns.available(), "needs root, iproute2 (ip, tc), unshare and sshd")
+    project, prefix = runtime_project(root, python_channel)
+    (root / "tmp").mkdir()
+    env = {"CONDA_PREFIX": str(prefix), "TMPDIR": str(root / "tmp")}
+    with netns.lab(root / "lab", 3, env, setup) as lab:
+        yield RuntimeLab(lab, project, root / "lab")
 
 
 @pytest.fixture

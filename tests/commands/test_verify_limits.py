@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import Project, require, runtime_project
-from fixtures import netns
+from conftest import RuntimeLab as Rig
+from conftest import runtime_lab
 
 from envtool.judge.kinds import Check
 from envtool.judge.rules_network import NETWORK_RULES
@@ -25,22 +24,11 @@ LIMITS = {k.value for k, rule in NETWORK_RULES.items() if rule.check is Check.LI
 SETUP = {2: "mount -t tmpfs -o size=64m tmpfs /dev/shm", 3: "ulimit -n 256"}
 
 
-@dataclass
-class Rig:
-    lab: netns.Lab
-    project: Project
-
-
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory, python_channel: Path) -> Iterator[Rig]:
     """One lab for the module: three nodes whose sessions find a prefix with this torch."""
-    require(netns.available(), "needs root, iproute2 (ip, tc), unshare and sshd")
-    root = tmp_path_factory.mktemp("limits")
-    project, prefix = runtime_project(root, python_channel)
-    (root / "tmp").mkdir()
-    env = {"CONDA_PREFIX": str(prefix), "TMPDIR": str(root / "tmp")}
-    with netns.lab(root / "lab", 3, env, SETUP) as lab:
-        yield Rig(lab, project)
+    with runtime_lab(tmp_path_factory.mktemp("limits"), python_channel, SETUP) as rig:
+        yield rig
 
 
 def _limits(findings: list[dict[str, object]]) -> list[tuple[object, ...]]:

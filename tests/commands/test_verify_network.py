@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import Project, require, runtime_project
-from fixtures import netns
+from conftest import RuntimeLab as Rig
+from conftest import runtime_lab
 
 from envtool.judge.findings import Kind
 from envtool.judge.rules_network import NETWORK_RULES
@@ -23,22 +22,11 @@ MINE = {k.value for k in NETWORK_RULES if not k.value.startswith("rendezvous-")}
 LAB_ENV = {"NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}  # netns.lab's own
 
 
-@dataclass
-class Rig:
-    lab: netns.Lab
-    project: Project
-
-
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory, python_channel: Path) -> Iterator[Rig]:
     """One lab for the module: three nodes whose sessions find a prefix with this torch."""
-    require(netns.available(), "needs root, iproute2 (ip, tc), unshare and sshd")
-    root = tmp_path_factory.mktemp("network")
-    project, prefix = runtime_project(root, python_channel)
-    (root / "tmp").mkdir()
-    with netns.lab(root / "lab", 3, {"CONDA_PREFIX": str(prefix),
-                                     "TMPDIR": str(root / "tmp")}) as lab:  # fmt: skip
-        yield Rig(lab, project)
+    with runtime_lab(tmp_path_factory.mktemp("network"), python_channel) as rig:
+        yield rig
 
 
 def _verify(rig: Rig) -> tuple[int, list[dict[str, object]]]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import Project, require, runtime_project
-from fixtures import netns, sshnodes
+from conftest import RuntimeLab as Rig
+from conftest import require, runtime_lab
+from fixtures import sshnodes
 
 from envtool.cluster import survey
 from envtool.cluster.options import FanoutOptions
@@ -27,23 +27,13 @@ PORT = 29400  # the default endpoint: the first host, torchrun's port
 ARGS = "-b 64K -e 64K -f 2 -n 1 -w 1 --backend gloo"
 
 
-@dataclass
-class Rig:
-    lab: netns.Lab
-    project: Project
-    root: Path  # the lab's folder: node i's /etc/hosts is hosts{i} there
-
-
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory, python_channel: Path) -> Iterator[Rig]:
     """One lab for the module: three nodes whose sessions find a prefix with this torch."""
-    require(netns.available(), "needs root, iproute2 (ip, tc), unshare and sshd")
     require(subprocess.run(["iptables", "-V"], capture_output=True).returncode == 0,
             "needs iptables")  # fmt: skip
-    root = tmp_path_factory.mktemp("rdzv")
-    project, prefix = runtime_project(root, python_channel)
-    with netns.lab(root / "lab", 3, {"CONDA_PREFIX": str(prefix)}) as lab:
-        yield Rig(lab, project, root / "lab")
+    with runtime_lab(tmp_path_factory.mktemp("rdzv"), python_channel) as rig:
+        yield rig
 
 
 def _verify(rig: Rig, *extra: str) -> tuple[int, list[dict[str, object]]]:
