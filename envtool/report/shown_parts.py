@@ -49,8 +49,9 @@ def _interface(i: Interface) -> Interface:
 def _selection(s: IfSelection | None) -> IfSelection | None:
     if s is None:
         return None
-    return IfSelection(visible(s.variable), _maybe(s.value), visible_all(s.selected),
-                       visible(s.how), visible_all(s.unmatched))  # fmt: skip
+    return replace(s, variable=visible(s.variable), value=_maybe(s.value),
+                   selected=visible_all(s.selected), how=visible(s.how),
+                   unmatched=visible_all(s.unmatched))  # fmt: skip
 
 
 def _port(p: IbPort) -> IbPort:
@@ -71,8 +72,13 @@ def network(net: Network | None) -> Network | None:
     """The node's network part with every string it sent made visible."""
     if net is None:
         return None
-    return Network(tuple(_interface(i) for i in net.interfaces), _selection(net.nccl),
-                   _selection(net.gloo), _ib(net.ib))  # fmt: skip
+    return replace(
+        net,
+        interfaces=tuple(_interface(i) for i in net.interfaces),
+        nccl=_selection(net.nccl),
+        gloo=_selection(net.gloo),
+        ib=_ib(net.ib),
+    )  # fmt: skip (replace: a field added later is kept)
 
 
 def limits(lim: Limits | None) -> Limits | None:

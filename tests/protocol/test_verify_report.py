@@ -54,12 +54,13 @@ NETWORK = Network(
     IfSelection("GLOO_SOCKET_IFNAME", None, ("eth0",), "hostname"),
     Infiniband(True, (IbPort("mlx5_0", 1, "ACTIVE", "LinkUp", 200.0, "200 Gb/sec (4X HDR)",
                              "InfiniBand"),), "mlx5_4", ("mlx5_4",), False),
+    4026531840,
 )  # fmt: skip
 LIMITS = Limits(67108864, "", (1024, 1048576), (65536, -1), "6.1.0-18-amd64", "2.36")
 RDZV = RendezvousCheck(
     "gpu01", 29400, "host", ("10.77.20.11",), "",
-    Reach(False, "timed out after 3 s", 3.0, "10.77.20.11"),
-    Listen(True, "", ("gpu01",)), 3,
+    Reach(False, "timed out after 3 s", 3.0, "10.77.20.11", (1.8e9 + 1, 1.8e9 + 4)),
+    Listen(True, "", ("gpu01",), open=(1.8e9, 1.8e9 + 10)), 3,
 )  # fmt: skip
 PARTS: dict[str, Network | Limits | RendezvousCheck] = {
     "network": NETWORK,
