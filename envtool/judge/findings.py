@@ -91,12 +91,14 @@ def _explainer(f: Finding, causes: list[Finding]) -> tuple[set[str], list[Findin
     return left, by
 
 
-def explain(findings: Iterable[Finding]) -> list[Finding]:
+def explain(findings: Iterable[Finding], accepted: frozenset[Kind] = frozenset()) -> list[Finding]:
     """Each finding a cause on the same hosts explains (rules.RULES' ``explains``: a missing
     environment explains everything else on its node, no CUDA its GPU count) is dropped, or
-    loses those hosts; each cause counts what follows from it. Causes themselves stay."""
+    loses those hosts; each cause counts what follows from it. Causes themselves stay. A kind
+    the policy accepts (``accepted``, said as info) explains nothing: accepting a known
+    difference must not hide the errors it would have explained."""
     found = list(findings)
-    causes = [f for f in found if RULES[f.kind].explains and f.hosts]
+    causes = [f for f in found if RULES[f.kind].explains and f.hosts and f.kind not in accepted]
     follows: dict[int, int] = {}
     out: list[Finding] = []
     for f in found:

@@ -159,13 +159,13 @@ def check(reports: Sequence[HostReport]) -> list[Finding]:
     return out
 
 
-def _explain_pairs(found: list[Finding]) -> list[Finding]:
+def _explain_pairs(found: list[Finding], accepted: frozenset[Kind]) -> list[Finding]:
     """Pair by pair, a node that could not connect to the store's node explains the failed
     all-reduce of the pair of those two nodes (the same link: a cut cable, a firewall
     between them); it is dropped and counted on the rendezvous finding."""
     cut: dict[frozenset[str], Finding] = {}
     for f in found:
-        if f.kind is Kind.RDZV_UNREACHABLE:
+        if f.kind is Kind.RDZV_UNREACHABLE and f.kind not in accepted:
             store = f.subject.rpartition(":")[0]
             cut.update({frozenset((store, host)): f for host in f.hosts if host != store})
     counts: dict[int, int] = {}
@@ -179,14 +179,17 @@ def _explain_pairs(found: list[Finding]) -> list[Finding]:
     return [replace(f, follows=f.follows + counts[id(f)]) if id(f) in counts else f for f in out]
 
 
-def explain_cluster(found: list[Finding], mode: str) -> list[Finding]:
+def explain_cluster(
+    found: list[Finding], mode: str, accepted: frozenset[Kind] = frozenset()
+) -> list[Finding]:
     """Across nodes, a rendezvous finding explains the run's failed all-reduce on every node
     (its ``allreduce-failed`` findings are dropped and counted on the first cause); pair by
     pair, an unreachable port explains the failed pair of those two nodes; per node the
-    all-reduces do not use this rendezvous, and stay."""
+    all-reduces do not use this rendezvous, and stay. A kind the policy accepts explains
+    nothing (findings.explain)."""
     if mode in ("pairs", "bisect"):
-        return _explain_pairs(found)
-    causes = [i for i, f in enumerate(found) if f.kind in CAUSES]
+        return _explain_pairs(found, accepted)
+    causes = [i for i, f in enumerate(found) if f.kind in CAUSES and f.kind not in accepted]
     if mode != "cluster" or not causes:
         return found
     first = found[causes[0]]

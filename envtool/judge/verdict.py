@@ -299,4 +299,5 @@ def decide(
     paired = pairs.decide(pairs_run, policy.gpu) if pairs_run is not None else []
     found, paired = accepted(found, policy.cluster), accepted(paired, policy.cluster)
     folded = fold([*_one_cause(found), *paired])
-    return explain(rendezvous.explain_cluster(folded, policy.allreduce))
+    known = policy.cluster.accept  # said as info: they explain nothing away
+    return explain(rendezvous.explain_cluster(folded, policy.allreduce, known), known)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from envtool.judge import network
-from envtool.judge.findings import Finding, Kind, Severity
+from envtool.judge.cluster_policy import ClusterPolicy
+from envtool.judge.findings import Finding, Kind, Severity, exit_code
 from envtool.judge.gpu import GpuPolicy
 from envtool.judge.verdict import Policy, decide
 from envtool.protocol.net_types import IbPort, IfSelection, Infiniband, Interface, Network
@@ -78,6 +79,12 @@ def test_it_explains_that_nodes_failed_allreduce_and_its_env_difference() -> Non
              if f.severity is not Severity.INFO]  # no CUDA here: said as info  # fmt: skip
     assert kinds(found) == [(Kind.IFNAME_UNMATCHED, "NCCL_SOCKET_IFNAME", ("c",))]
     assert found[0].follows == 1  # the all-reduce failure (the env difference is the same cause)
+    # the policy accepting the variable (info) must not hide the failed all-reduce it explained
+    known = ClusterPolicy(accept=frozenset({Kind.IFNAME_UNMATCHED}))
+    found = decide(reports, None, Policy(GpuPolicy(min_gpus=0), cluster=known))
+    errors = [(f.kind, f.hosts) for f in found if f.severity is Severity.ERROR]
+    assert errors == [(Kind.ALLREDUCE_FAILED, ("c",))]
+    assert exit_code(found) == 1
 
 
 def test_an_odd_mtu_and_speed_name_the_odd_node() -> None:
