@@ -12,7 +12,7 @@ from typing import Any
 
 from envtool import yamlio
 from envtool.errors import InputError
-from envtool.judge.cluster_policy import ClusterPolicy, GpuExpect
+from envtool.judge.cluster_policy import NOT_ACCEPTABLE, ClusterPolicy, GpuExpect
 from envtool.judge.kinds import Kind
 from envtool.judge.limits import LimitsPolicy
 
@@ -49,10 +49,14 @@ def _accept(value: Any, path: Path) -> frozenset[Kind]:
     kinds = set()
     for i, item in enumerate(value):
         try:
-            kinds.add(Kind(item))
+            kind = Kind(item)
         except ValueError:
             raise InputError(f"{_where(path, value, i)}: accept: {item!r} is no finding kind "
                              "(docs/findings.md lists them)") from None  # fmt: skip
+        if kind in NOT_ACCEPTABLE:
+            raise InputError(f"{_where(path, value, i)}: accept: {kind.value} cannot be accepted: "
+                             "it says a check did not run, not a known difference")  # fmt: skip
+        kinds.add(kind)
     return frozenset(kinds)
 
 

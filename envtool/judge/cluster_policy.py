@@ -23,6 +23,14 @@ class GpuExpect:
     persistence_required: bool = True
 
 
+# Never accepted: each says a check did not run or a node's answer could not be judged, so
+# "known difference" would turn "not checked" into a pass
+NOT_ACCEPTABLE = frozenset({
+    Kind.UNREACHABLE, Kind.ENV_MISSING, Kind.PROBE_FAILED, Kind.NOT_CHECKED,
+    Kind.RECORD_UNREADABLE, Kind.RDZV_LATE,
+})  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ClusterPolicy:
     """The whole policy file: ``gpus:``, ``limits:`` (judge/limits.py) and ``accept:``."""
