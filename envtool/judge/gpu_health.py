@@ -46,8 +46,14 @@ def _mib(value: int | None) -> str:
 def _holder(p: GpuProcess) -> str:
     """``pid 11327 (/root/tools/memhog, alice, 2566 MiB)``: what the node could see of it
     (no user where /proc does not show the process, e.g. from another PID namespace)."""
-    seen = [part for part in (p.name, p.user) if part]
+    seen = [_plain(part) for part in (p.name, p.user) if part]
     return f"pid {p.pid} ({', '.join([*seen, _mib(p.used_mib)])})"
+
+
+def _plain(text: str) -> str:
+    """A node's process name or user without the commas and parentheses that delimit the
+    holders: ``pid N (`` after ``, `` then only ever starts one (report/gpu_labels.busy_pids)."""
+    return text.translate(str.maketrans(",()", "   "))
 
 
 def _busy(layer: GpuLayer, dev: GpuDevice, expect: GpuExpect, host: str) -> list[Finding]:

@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from envtool.judge.findings import Finding, Kind, Severity
-from envtool.report.gpu_labels import DRAIN_LIMIT, drain_reason
+from envtool.report.gpu_labels import busy_pids, drain_reason, drain_text
 
 
 def _said(f: Finding) -> str:
     if f.kind is Kind.GPU_BUSY:  # the pids, so the admin knows what to stop
-        pids = ",".join(re.findall(r"\bpid (\d+)", f.actual))
+        pids = ",".join(busy_pids(f))
         return f"{f.kind.value} {f.subject} pid {pids}" if pids else f"{f.kind.value} {f.subject}"
     return f"{f.kind.value} {f.subject}"
 
@@ -28,6 +27,4 @@ def reason(findings: Iterable[Finding]) -> str:
     if not errors:
         return ""
     more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-    text = "".join(ch if " " <= ch <= "~" else "?" for ch in f"envtool: {_said(errors[0])}")
-    text = text.replace('"', "'")  # it goes inside reason="..."
-    return text[: DRAIN_LIMIT - len(more)] + more
+    return drain_text(f"envtool: {_said(errors[0])}", more)

@@ -22,7 +22,7 @@ def gpu_words(f: Finding) -> tuple[str, str, str] | None:
     if f.kind is Kind.NOT_CHECKED:
         fix = "install the NVIDIA driver and nvidia-smi on the node, or pass --min-gpus 0"
     elif f.kind is Kind.GPU_BUSY:
-        pids = ", ".join(re.findall(r"\bpid (\d+)", f.actual))
+        pids = ", ".join(busy_pids(f))
         fix = f"stop pid {pids} or use other GPUs (CUDA_VISIBLE_DEVICES)"
         return f.expected, f"{f.subject} held by {f.actual}", fix
     elif f.kind is Kind.GPU_ARCH_UNSUPPORTED:
@@ -37,6 +37,19 @@ def gpu_words(f: Finding) -> tuple[str, str, str] | None:
     return f.expected, f.actual, fix
 
 
+def busy_pids(f: Finding) -> list[str]:
+    """The pids a gpu-busy finding names, each where a holder begins (``pid N (``, first or
+    after ``, ``): a process name cannot add one (judge/gpu_health._plain)."""
+    return re.findall(r"(?:^|, )pid (\d+) \(", f.actual)
+
+
+def drain_text(text: str, more: str) -> str:
+    """``text`` as a drain reason: printable ASCII, no ``"`` (it goes inside
+    ``reason="..."``), cut to leave room for ``more``."""
+    text = "".join(ch if " " <= ch <= "~" else "?" for ch in text).replace('"', "'")
+    return text[: DRAIN_LIMIT - len(more)] + more
+
+
 def drain_reason(findings: Iterable[Finding]) -> str | None:
     """A Slurm drain reason for a node's findings (``envtool: gpu-xid GPU 3 (+1 more)``): the
     errors an admin drains on (reset, drain, replace), None when there is none; at most 80
@@ -47,6 +60,4 @@ def drain_reason(findings: Iterable[Finding]) -> str | None:
         return None
     first = hits[0]
     more = f" (+{len(hits) - 1} more)" if len(hits) > 1 else ""
-    text = f"envtool: {first.kind.value} {first.subject}"
-    text = "".join(ch if " " <= ch <= "~" else "?" for ch in text)
-    return text[: DRAIN_LIMIT - len(more)] + more
+    return drain_text(f"envtool: {first.kind.value} {first.subject}", more)

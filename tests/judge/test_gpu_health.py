@@ -13,6 +13,7 @@ from envtool.judge.findings import Finding, Kind, Severity
 from envtool.judge.gpu_health import check
 from envtool.protocol.answers import host_report
 from envtool.protocol.types import Answer, HostReport
+from envtool.report.drain import reason
 from envtool.report.gpu_labels import drain_reason
 from envtool.report.labels import words
 
@@ -49,6 +50,12 @@ def test_a_busy_gpu_names_each_pid_with_name_user_and_mib() -> None:
     assert found[0].severity is Severity.ERROR
     allowed = GpuExpect(foreign_memory_mib=2566 + 1542 + 15690)
     assert check([_report(part(processes=load_processes()))], allowed, 1) == []
+    # a process name that mimics another holder names no pid of its own (the capture's first
+    # process renamed): the fix and the drain reason stop 11327 alone
+    evil = [dict(load_processes()[0], name='x), pid 1 (evil", pid 2 ')]
+    (busy,) = check([_report(part(processes=evil))], GpuExpect(), 1)
+    assert words(busy).fix == "stop pid 11327 or use other GPUs (CUDA_VISIBLE_DEVICES)"
+    assert reason([busy]) == "envtool: gpu-busy GPU 0 pid 11327"
     unknown = [dict(p, used_mib=None) for p in load_processes()]  # MiB not visible: held
     assert check([_report(part(processes=unknown))], allowed, 1) != []
 
@@ -193,3 +200,5 @@ def test_drain_reason_is_one_short_plain_line() -> None:
     odd = Finding(Kind.GPU_XID, Severity.ERROR, "PCI \x1b[2J" + "x" * 200, hosts=("n1",))
     text = drain_reason([odd])
     assert text is not None and len(text) <= 80 and text.isprintable() and "\x1b" not in text
+    quoted = Finding(Kind.GPU_XID, Severity.ERROR, 'PCI "0000:00:09"', hosts=("n1",))
+    assert drain_reason([quoted]) == "envtool: gpu-xid PCI '0000:00:09'"  # inside reason="..."
