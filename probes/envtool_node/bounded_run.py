@@ -12,6 +12,7 @@ import time
 from typing import IO, NamedTuple
 
 LIMIT = 4 * 1024 * 1024  # bytes of output kept per command; more is that command's failure
+REAP_S = 1.0  # seconds a killed command is waited for
 
 
 class Ran(NamedTuple):
@@ -26,7 +27,10 @@ class Ran(NamedTuple):
 def _kill(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)  # its own session: children go too
-    proc.wait()
+    # a process stuck in the kernel (a dead GPU's driver) ignores even SIGKILL: left, not
+    # waited for without end
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(REAP_S)
 
 
 def _start(argv: list[str]) -> subprocess.Popen[bytes] | str:

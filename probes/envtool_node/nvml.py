@@ -10,6 +10,7 @@ nvmlErrorString(nvmlReturn_t) → const char* names a failure."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -26,6 +27,7 @@ LIBRARY = "libnvidia-ml.so.1"
 INSUFFICIENT_SIZE = 7  # NVML_ERROR_INSUFFICIENT_SIZE
 NOT_AVAILABLE = 2**64 - 1  # NVML_VALUE_NOT_AVAILABLE as an unsigned long long
 MAX_ANSWER = 8 * 1024 * 1024
+REAP_S = 1.0  # seconds a killed or finished reader is waited for
 
 
 class ProcessInfoV2(ctypes.Structure):
@@ -147,6 +149,10 @@ def body(library: str = LIBRARY) -> dict[str, Any]:
 def _child(write_fd: int, library: str) -> None:
     status = 1
     try:
+        # a child left behind (stuck in the driver) holds none of the session's streams
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
         try:
             answer = body(library)
         except Exception as exc:  # the parent gets a reason, never a traceback
@@ -157,6 +163,21 @@ def _child(write_fd: int, library: str) -> None:
         status = 0
     finally:
         os._exit(status)
+
+
+def reap(pid: int, seconds: float) -> bool:
+    """Wait for child ``pid`` at most ``seconds``; whether it is gone."""
+    end = time.monotonic() + seconds
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if done:
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.01)
 
 
 def _answer(read_fd: int, end: float) -> bytes | None:
@@ -186,9 +207,10 @@ def read(deadline_s: float, library: str = LIBRARY) -> dict[str, Any]:
         data = _answer(read_fd, end)
     finally:
         os.close(read_fd)
-    if data is None:
-        os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
+    if data is None or not reap(pid, REAP_S):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        reap(pid, REAP_S)  # a child stuck in the kernel ignores even SIGKILL: then left
     if data is None:
         return {"loaded": True, "why": "NVML did not answer within %g s" % deadline_s}
     try:

@@ -67,3 +67,19 @@ def test_a_hung_nvml_is_a_reason_and_leaves_nothing_behind(stub: Path) -> None:
     assert doc["source"] == "nvml" and doc["devices"] == []
     assert doc["why"] == "NVML did not answer within 1.5 s"
     assert processes_with_env(TAG, {tag}) == {}
+
+
+def test_a_child_is_waited_for_a_bounded_time_only() -> None:
+    """reap never blocks: a child still running (as one stuck in a dead GPU's driver, which
+    ignores SIGKILL) is left after its seconds; one that ended is reaped."""
+    import time
+
+    from envtool_node import nvml
+
+    child = subprocess.Popen(["sleep", "30"])
+    start = time.monotonic()
+    assert nvml.reap(child.pid, 0.3) is False
+    assert 0.3 <= time.monotonic() - start < 5.0
+    child.kill()
+    assert nvml.reap(child.pid, 5.0) is True
+    assert nvml.reap(child.pid, 0.1) is True  # already reaped: nothing to wait for
