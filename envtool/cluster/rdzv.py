@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from envtool.cluster.fanout import effective_fanout
 from envtool.cluster.hosts import Host, check_name
 from envtool.cluster.options import FanoutOptions
+from envtool_node.schema import digits
 
 DEFAULT_PORT = 29400  # torchrun's c10d default
 WINDOW = 10.0  # seconds the store's node listens at most (a third of --timeout when less)
@@ -22,7 +23,7 @@ def endpoint(hosts: Sequence[Host], given: str, environ: Mapping[str, str]) -> s
     if given:
         return given
     text = environ.get("MASTER_PORT", "").strip()
-    port = int(text) if text.isdigit() and 0 < int(text) < 65536 else DEFAULT_PORT
+    port = int(text) if digits(text) and 0 < int(text) < 65536 else DEFAULT_PORT
     addr = environ.get("MASTER_ADDR", "").strip()
     if addr:
         check_name(addr, "MASTER_ADDR")

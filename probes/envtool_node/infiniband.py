@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 
+from .schema import digits
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -72,7 +74,7 @@ def ports(root: str) -> list[dict[str, Any]]:
     """Every port of every device under ``root``, by device name and port number."""
     out = []
     for device in _listing(root, MAX_DEVICES):
-        numbers = [p for p in _listing(os.path.join(root, device, "ports"), 256) if p.isdigit()]
+        numbers = [p for p in _listing(os.path.join(root, device, "ports"), 256) if digits(p)]
         for port in sorted(numbers, key=int)[:MAX_PORTS]:
             out.append(_port(root, device, port))
     return out
@@ -92,7 +94,7 @@ def parse_list(value: str) -> tuple[bool, bool, list[str]]:
 def _names(entry: str) -> tuple[str, int | None]:
     """``mlx5_0:1`` → (``mlx5_0``, 1); a port that is not a number is no port."""
     name, _, port = entry.partition(":")
-    return name, int(port) if port.isdigit() else None
+    return name, int(port) if digits(port) else None
 
 
 def _matches(entry: str, exact: bool, device: str) -> bool:

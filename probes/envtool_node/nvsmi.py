@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from . import gpu_device as dev
 from .bounded_run import Ran, run_all
+from .schema import digits
 
 Parse = Callable[[str], Any]
 FORMAT = "--format=csv,noheader,nounits"
@@ -29,7 +30,7 @@ class Garbage(ValueError):
 
 
 def _int(text: str) -> int:
-    if not text.isdigit() or not 0 <= int(text) <= dev.MAX_INT:
+    if not digits(text) or not 0 <= int(text) <= dev.MAX_INT:
         raise Garbage(text)
     return int(text)
 
@@ -131,8 +132,8 @@ def _clock_events(device: dict[str, Any], row: dict[str, str]) -> None:
 def device_of(row: dict[str, str], position: int, missing: dict[str, str]) -> dict[str, Any]:
     """One ``--query-gpu`` row (field → text) as a device of the gpus part."""
     index_text = row.get("index", "")
-    device = dev.blank(int(index_text) if index_text.isdigit() else position)
-    if not index_text.isdigit():
+    device = dev.blank(int(index_text) if digits(index_text) else position)
+    if not digits(index_text):
         device["unread"]["index"] = "nvidia-smi printed %r; the row's position" % index_text[:20]
     for field, (key, parse) in GPU_FIELDS.items():
         if field in row:
@@ -158,7 +159,7 @@ def process_of(line: str) -> dict[str, Any] | None:
     """One ``--query-compute-apps=gpu_uuid,pid,process_name,used_gpu_memory`` line; the name
     is what lies between the pid and the last value (it may hold ", " itself)."""
     head = line.split(", ", 2)
-    if len(head) != 3 or not head[1].strip().isdigit():
+    if len(head) != 3 or not digits(head[1].strip()):
         return None
     name, sep, memory = head[2].rpartition(", ")
     if not sep:
@@ -167,7 +168,7 @@ def process_of(line: str) -> dict[str, Any] | None:
     if not 0 < pid < 2**31:
         return None
     memory = memory.strip()
-    used = int(memory) if memory.isdigit() and int(memory) <= 2**40 else None
+    used = int(memory) if digits(memory) and int(memory) <= 2**40 else None
     uuid = head[0].strip()
     return {"gpu_uuid": dev.visible(uuid, 100), "pid": pid, "name": dev.visible(name, 200),
             "user": None, "used_mib": used}  # fmt: skip

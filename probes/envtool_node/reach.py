@@ -23,7 +23,7 @@ import time
 from typing import NamedTuple
 
 from .rendezvous import HOST, PortTaken, holder, port_of
-from .schema import CAUSE_PORT_TAKEN, RENDEZVOUS
+from .schema import CAUSE_PORT_TAKEN, RENDEZVOUS, digits
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class Ask(NamedTuple):
 def host_of(endpoint: str) -> str:
     """The host of ``HOST:PORT`` (``[v6]:PORT``, or a bare host)."""
     host, sep, port = endpoint.rpartition(":")
-    if not sep or not port.isdigit():
+    if not sep or not digits(port):
         host = endpoint
     return host[1:-1] if host.startswith("[") and host.endswith("]") else host
 

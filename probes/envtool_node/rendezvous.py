@@ -21,7 +21,7 @@ import os
 import pwd
 import socket
 
-from .schema import ALLREDUCE, CAUSE_PORT_TAKEN
+from .schema import ALLREDUCE, CAUSE_PORT_TAKEN, digits
 
 HOST, MEMBER, AUTO = "host", "member", "auto"
 MAX_PROCS = 4096  # /proc entries looked at for the holder's pid
@@ -58,7 +58,7 @@ def role(told: str, host_node: str, environ: dict[str, str]) -> str:
 def port_of(endpoint: str) -> int:
     """The port of ``HOST:PORT`` (``[v6]:PORT`` too); 29400, torchrun's default, when none."""
     _, sep, port = endpoint.rpartition(":")
-    return int(port) if sep and port.isdigit() else 29400
+    return int(port) if sep and digits(port) else 29400
 
 
 def is_free(port: int) -> bool:
@@ -108,7 +108,7 @@ def _pid_of(inode: str) -> str:
     """``pid N (comm)`` of the process holding socket ``inode``, where this user may look."""
     target = "socket:[%s]" % inode
     try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()][:MAX_PROCS]
+        pids = [p for p in os.listdir("/proc") if digits(p)][:MAX_PROCS]
     except OSError:
         return ""
     for pid in pids:

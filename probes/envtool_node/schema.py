@@ -26,3 +26,9 @@ CAUSE_PORT_TAKEN = "rdzv-port-taken"  # the rendezvous port held by another proc
 # In a prefix from before `envtool install` starts until the whole install (conda + pip)
 # succeeded: a prefix that has it is half-installed.
 INCOMPLETE_MARKER = "conda-meta/envtool-incomplete"
+
+
+def digits(text: str) -> bool:
+    """``text`` is a whole number in ASCII digits, the only ones ``int`` is given here:
+    ``str.isdigit`` also says yes to ``²``, on which ``int`` raises."""
+    return text.isascii() and text.isdigit()

@@ -90,3 +90,11 @@ def test_a_listed_endpoint_says_nothing_and_other_reasons_stay_beside_it() -> No
 def test_the_endpoint_from_the_job_s_variables(environ: dict[str, str], at: str) -> None:
     assert rdzv.endpoint(THREE, "", environ) == at
     assert rdzv.endpoint(THREE, "gw:1234", environ) == "gw:1234"  # --rdzv-endpoint wins
+
+
+def test_a_master_port_of_other_digits_is_not_a_port() -> None:
+    """``'²'.isdigit()`` is true and ``int('²')`` raises: such a MASTER_PORT falls back to
+    torchrun's default like any other value that is no port, never a traceback."""
+    for bad in ("²", "２９５００", "0", "70000", "29x"):
+        assert rdzv.endpoint(THREE, "", {"MASTER_PORT": bad}) == "node1:29400", bad
+    assert rdzv.endpoint(THREE, "", {"MASTER_PORT": "29500"}) == "node1:29500"

@@ -66,3 +66,14 @@ def test_every_module_imports_and_the_export_prints_under_python39(tmp_path: Pat
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["schema"] == "envtool.export/1" and doc["yaml"].startswith("name: ")
+
+
+def test_node_numbers_are_ascii_digits_only() -> None:
+    """One reader of whole numbers in node text (schema.digits): a field of nvidia-smi, a
+    /proc name or a port of ``²`` is Garbage or no number, never int()'s ValueError."""
+    from envtool_node import nvsmi, rendezvous, schema
+
+    assert schema.digits("29400") and not schema.digits("²") and not schema.digits("")
+    with pytest.raises(nvsmi.Garbage):
+        nvsmi._int("²")
+    assert rendezvous.port_of("node1:²") == 29400
