@@ -115,9 +115,9 @@ def connect(address: str, port: int, name: str, deadline: float) -> dict[str, An
             "tried": [began, time.time()]}  # fmt: skip
 
 
-def _bind(port: int) -> socket.socket:
+def _bind(port: int, look: bool = True) -> socket.socket:
     """A listener on every address (IPv6 dual stack where the node has it), as TCPStore's;
-    PortTaken when another process holds the port."""
+    PortTaken when another process holds the port (``look``: naming it, a walk of /proc)."""
     for family, address in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
         try:
             sock = socket.socket(family, socket.SOCK_STREAM)
@@ -133,18 +133,23 @@ def _bind(port: int) -> socket.socket:
         except OSError as exc:
             sock.close()
             if exc.errno == errno.EADDRINUSE:
-                raise PortTaken(port, holder(port)) from None
+                raise PortTaken(port, holder(port) if look else "") from None
             if family == socket.AF_INET:
                 raise
     raise OSError("no socket family to listen with")
 
 
-def _greeting(conn: socket.socket) -> str | None:
-    """The name a connection greets with, or None (not envtool's, or too slow)."""
-    conn.settimeout(1.0)
+def _greeting(conn: socket.socket, deadline: float) -> str | None:
+    """The name a connection greets with, or None (not envtool's, or too slow: one second
+    for the whole line, and never past ``deadline``, however slowly its bytes come)."""
+    end = min(time.monotonic() + 1.0, deadline)
     data = b""
     try:
         while b"\n" not in data and len(data) < MAX_LINE:
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            conn.settimeout(left)
             chunk = conn.recv(MAX_LINE - len(data))
             if not chunk:
                 break
@@ -169,7 +174,7 @@ def listen(sock: socket.socket, expected: int, deadline: float) -> list[str]:
             conn, _ = sock.accept()
         except OSError:
             continue
-        name = _greeting(conn)
+        name = _greeting(conn, deadline)
         if name is not None:
             names.append(name)
     return names
@@ -181,10 +186,10 @@ def _bind_within(port: int, deadline: float) -> socket.socket:
     two take turns; a holder that keeps it the whole window is PortTaken as before."""
     while True:
         try:
-            return _bind(port)
+            return _bind(port, look=False)
         except PortTaken:
             if time.monotonic() + RETRY >= deadline:
-                raise
+                raise PortTaken(port, holder(port)) from None  # named once, at the end
             time.sleep(RETRY)
 
 

@@ -5,6 +5,7 @@ whose lookup hangs) is said within its bound, and the arguments the controller s
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -146,3 +147,30 @@ def test_the_rendezvous_is_checked_before_the_gpus_are_read(
     ask = reach.Ask("node1:29400", 2, 1.0, "member")
     node.collect(str(tmp_path), False, None, ("gpus",), rdzv=ask)
     assert order == ["rendezvous", "gpus"]
+
+
+def test_a_peer_that_greets_a_byte_at_a_time_cannot_hold_the_listener() -> None:
+    """A connection that sends one byte every 0.4 s (each recv on time, the line never done)
+    is given one second for its greeting: the store's node still hears itself and closes at
+    its window, not when that peer gives up."""
+    port = _port()
+    ask = reach.Ask(f"127.0.0.1:{port}", 3, 2.0, "host")
+    stop = threading.Event()
+
+    def slow() -> None:
+        time.sleep(0.2)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            while not stop.is_set():
+                with contextlib.suppress(OSError):
+                    s.sendall(b"e")
+                time.sleep(0.4)
+
+    peer = threading.Thread(target=slow, daemon=True)
+    peer.start()
+    start = time.monotonic()
+    try:
+        doc = reach.check(ask, "n1")
+    finally:
+        stop.set()
+    assert time.monotonic() - start < 2.0 + 1.5
+    assert doc["listen"]["peers"] == ["n1"]  # itself, heard after the slow one was cut off
