@@ -155,7 +155,7 @@ def plan(args: VerifyArgs) -> Plan:
     # the store's host is told so, the others are not: the host the endpoint names (across
     # nodes the first host where it names none, as before)
     named = rdzv.store(host_list, at)
-    store = named.label if named is not None and "--rdzv-check" in node_args else ""
+    store = named.label if named is not None and check else ""
     store = store or (host_list[0].label if args.allreduce == "cluster" else "")
     fan = replace(args.fanout, node_args=node_args, env_name=name, rdzv_host=store)
     how = None

@@ -63,6 +63,10 @@ def gpus(report: HostReport, min_gpus: int) -> Step:
     return _judged("gpus", findings, passed)
 
 
+def _count(value: int) -> str:
+    return "unlimited" if value < 0 else str(value)
+
+
 def _mib(value: int) -> str:
     return "unlimited" if value < 0 else f"{value / 2**20:.0f} MiB"
 
@@ -86,7 +90,7 @@ def network(report: HostReport) -> Step:
     how = f"{nccl.variable}={nccl.value}" if nccl is not None and nccl.value else "NCCL's default"
     shm = f"{lim.shm_bytes / 2**30:.1f} GiB" if lim.shm_bytes is not None else "unknown"
     passed = (
-        f"{how} selects {chosen or 'none'}{link}; /dev/shm {shm}; ulimit -n {lim.nofile[0]}, "
-        f"ulimit -l {_mib(lim.memlock[0])}"
+        f"{how} selects {chosen or 'none'}{link}; /dev/shm {shm}; "
+        f"ulimit -n {_count(lim.nofile[0])}, ulimit -l {_mib(lim.memlock[0])}"
     )
     return _judged("network", findings, passed)

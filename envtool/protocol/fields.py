@@ -67,6 +67,15 @@ def listing(value: Any, what: str) -> list[Any]:
     return value
 
 
+def strings(value: Any, what: str, limit: int, cut: int) -> tuple[str, ...]:
+    """A list of at most ``limit`` strings (the rest dropped), each cut to ``cut``
+    characters; anything else in it is Malformed, not left out in silence."""
+    items = listing(value, what)[:limit]
+    if not all(isinstance(item, str) for item in items):
+        raise Malformed(f"{what} must be a list of strings")
+    return tuple(item[:cut] for item in items)
+
+
 def identifier(doc: dict[str, Any], key: str) -> str:
     """A machine's or boot's id as the node sent it when it has that id's shape, else "" (no
     id is better than a made-up one: an id only ever groups a node with others)."""

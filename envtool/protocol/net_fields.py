@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from envtool.protocol import schemas
-from envtool.protocol.fields import Malformed, count, listing, mapping, string
+from envtool.protocol.fields import Malformed, count, listing, mapping, string, strings
 from envtool.protocol.net_types import IbPort, IfSelection, Infiniband, Interface, Network
 
 MAX_INTERFACES, MAX_ADDRESSES, MAX_PORTS, MAX_NAMES = 256, 32, 256, 64
@@ -27,10 +27,7 @@ def _optional_count(doc: dict[str, Any], key: str) -> int | None:
 
 
 def _names(value: Any, what: str, limit: int = MAX_NAMES) -> tuple[str, ...]:
-    items = listing(value, what)[:limit]
-    if not all(isinstance(n, str) for n in items):
-        raise Malformed(f"{what} must be a list of strings")
-    return tuple(n[:NAME] for n in items)
+    return strings(value, what, limit, NAME)
 
 
 def _interface(value: Any) -> Interface:

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from envtool.protocol import schemas
-from envtool.protocol.fields import Malformed, count, listing, mapping, number, string
+from envtool.protocol.fields import Malformed, count, mapping, number, string, strings
 from envtool.protocol.rdzv_types import Listen, Reach, RendezvousCheck
 
 MAX_ADDRESSES = 64
@@ -47,10 +47,9 @@ def _listen(value: Any) -> Listen | None:
     if value is None:
         return None
     doc = mapping(value, "rendezvous listen")
-    peers = listing(doc.get("peers"), "rendezvous listen peers")[:MAX_PEERS]
     return Listen(
         _flag(doc, "ok"), string(doc, "error", 300) or "",
-        tuple(str(p)[:200] for p in peers if isinstance(p, str)),
+        strings(doc.get("peers"), "rendezvous listen peers", MAX_PEERS, 200),
         string(doc, "cause", 50) or "", string(doc, "holder", 200) or "", _span(doc, "open"),
     )  # fmt: skip
 
@@ -66,10 +65,9 @@ def read_rendezvous(value: Any) -> RendezvousCheck:
     port = count(doc, "port")
     if not 0 < port < 65536:
         raise Malformed("rendezvous: 'port' must be 1-65535")
-    addresses = listing(doc.get("addresses"), "rendezvous addresses")[:MAX_ADDRESSES]
     return RendezvousCheck(
         string(doc, "host", 253) or "", port, role,
-        tuple(str(a)[:100] for a in addresses if isinstance(a, str)),
+        strings(doc.get("addresses"), "rendezvous addresses", MAX_ADDRESSES, 100),
         string(doc, "error", 200) or "", _reach(doc.get("reach")), _listen(doc.get("listen")),
         count(doc, "nodes", 0),
     )  # fmt: skip

@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from . import nvml, nvsmi, xid
+from .gpu_device import visible
 
 SCHEMA = "envtool.gpus/1"
 # The NVML library to load instead of libnvidia-ml.so.1 (a path; a missing one means no NVML):
@@ -43,8 +44,7 @@ def _command_of(pid: int) -> str | None:
             first = fh.read(4096).split(b"\0", 1)[0]
     except OSError:
         return None
-    text = first.decode("utf-8", "replace")
-    return "".join(c if c.isprintable() else "?" for c in text[:200]) or None
+    return visible(first.decode("utf-8", "replace"), 200) or None
 
 
 def _read(deadline_s: float) -> tuple[str, dict[str, Any]]:

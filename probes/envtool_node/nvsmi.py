@@ -11,6 +11,7 @@ query is asked again without it (clock-event reasons under their older name
 from __future__ import annotations
 
 import re
+import time
 from typing import Any, Callable
 
 from . import gpu_device as dev
@@ -179,7 +180,7 @@ def _first_line(ran: Ran) -> str:
     return dev.visible(text.splitlines()[0] if text else "(nothing printed)", 160)
 
 
-def _failure(ran: Ran, deadline_s: float) -> str | None:
+def _failure(ran: Ran) -> str | None:
     if ran.failure is not None:
         return "nvidia-smi %s" % ran.failure
     if ran.rc != 0:
@@ -201,8 +202,6 @@ def _retry_fields(ran: Ran, fields: list[str], missing: dict[str, str]) -> list[
 
 def query(smi: str, deadline_s: float) -> dict[str, Any]:
     """The part's body from nvidia-smi: driver, devices, processes, why."""
-    import time
-
     end = time.monotonic() + deadline_s
     fields, missing = list(QUERY), {}  # type: list[str], dict[str, str]
     apps = [smi, "--query-compute-apps=" + ",".join(APPS), FORMAT]
@@ -223,7 +222,7 @@ def _body(
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"driver": None, "why": None, "devices": [], "processes": []}
     found = rows(gpus_ran.out.decode("utf-8", "replace"), fields)
-    failure = _failure(gpus_ran, deadline_s)
+    failure = _failure(gpus_ran)
     if not found:
         text = gpus_ran.out.decode("utf-8", "replace").strip()
         body["why"] = failure or (
@@ -235,7 +234,7 @@ def _body(
     driver = drivers.pop() if len(drivers) == 1 else ""
     body["driver"] = driver if re.fullmatch(r"[0-9][0-9.]{0,30}", driver) else None
     processes: list[dict[str, Any]] | None = None
-    apps_failure = _failure(apps_ran, deadline_s)
+    apps_failure = _failure(apps_ran)
     if apps_failure is None:
         lines = apps_ran.out.decode("utf-8", "replace").splitlines()
         processes = [p for p in map(process_of, lines) if p is not None]

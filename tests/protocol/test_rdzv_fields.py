@@ -46,7 +46,8 @@ def test_what_a_node_writes_is_read() -> None:
      {"reach": {"ok": False, "seconds": 1, "tried": [1.0, float("nan")]}},
      {"reach": {"ok": False, "seconds": 1, "tried": "now"}},
      {"listen": {"ok": True, "peers": [], "open": [1.0]}},
-     {"listen": {"ok": True, "peers": [], "open": [True, 2.0]}}],
+     {"listen": {"ok": True, "peers": [], "open": [True, 2.0]}},
+     {"addresses": ["10.0.0.1", 7]}, {"listen": {"ok": True, "peers": ["n1", None]}}],
 )  # fmt: skip
 def test_a_malformed_part_is_refused(change: dict[str, Any]) -> None:
     with pytest.raises(Malformed):
