@@ -181,7 +181,7 @@ def run(args: VerifyArgs) -> int:
     findings = verdict.decide(reports, p.lock, p.policy, run)
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
-        run, (*p.unchecked, *verdict.missing_parts(reports)),
+        run, (*p.unchecked, *verdict.missing_parts(reports), *verdict.unread(reports)),
     )  # fmt: skip
     report.show(result, args.fmt, args.output, args.show_all, args.wide)
     if args.junit is not None:

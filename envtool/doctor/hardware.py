@@ -60,6 +60,8 @@ def gpus(report: HostReport, min_gpus: int) -> Step:
         f"{len(layer.devices)} x {', '.join(names)}{driver} (read by {layer.source}): no other "
         "process holds them; no ECC, remap, Xid, PCIe, MIG, mode or slowdown finding"
     )
+    if layer.devices and not layer.xid.read:  # no Xid finding because none could be read
+        passed += f" (Xid log not read: {layer.xid.why or 'no reason given'})"
     return _judged("gpus", findings, passed)
 
 

@@ -143,8 +143,27 @@ def missing_parts(reports: list[HostReport]) -> tuple[str, ...]:
             and not {part, "answer"} & {p.part for p in r.problems}
         ]
         if hosts:
-            named = ", ".join(hosts[:3]) + (f" and {len(hosts) - 3} more" if len(hosts) > 3 else "")
-            out.append(f"{part} on {named} (not in the node's answer)")
+            out.append(f"{part} on {_on(hosts)} (not in the node's answer)")
+    return tuple(out)
+
+
+def _on(hosts: list[str]) -> str:
+    return ", ".join(hosts[:3]) + (f" and {len(hosts) - 3} more" if len(hosts) > 3 else "")
+
+
+def unread(reports: list[HostReport]) -> tuple[str, ...]:
+    """What a node sent its part for but could not read, so no finding can rest on it: the
+    size of /dev/shm, and on a node with GPUs its kernel's Xid log (``dmesg_restrict`` for a
+    user that is not root). Said beside "all good" and in ``unchecked``, with the first
+    node's reason."""
+    shm = [(r.host, r.limits.shm_error) for r in reports if r.limits and r.limits.shm_bytes is None]
+    xid = [(r.host, r.gpus.xid.why or "") for r in reports
+           if r.gpus is not None and r.gpus.devices and not r.gpus.xid.read]  # fmt: skip
+    out = []
+    for what, found in (("/dev/shm size", shm), ("Xid log", xid)):
+        if found:
+            why = f": {found[0][1][:120]}" if found[0][1] else ""
+            out.append(f"{what} on {_on([h for h, _ in found])} (not readable there{why})")
     return tuple(out)
 
 

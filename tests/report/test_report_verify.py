@@ -208,3 +208,25 @@ def test_all_good_says_which_gpus_it_read_hosts_alike_folded(capsys) -> None:  #
     )
     segment = said.split("GPUs read without torch: ")[1].split("; all-reduce:")[0]
     assert "old" not in segment  # no gpus part: nothing read there
+
+
+def test_what_a_node_could_not_read_is_said_beside_all_good() -> None:
+    """/dev/shm's size unreadable, a node with GPUs whose Xid log it may not read (dmesg as
+    a user under dmesg_restrict): no finding rests on them, and the verdict says so."""
+    from envtool.protocol.gpu_types import GpuDevice, GpuLayer, XidLog
+
+    hidden = XidLog(False, "dmesg: read kernel buffer failed: Operation not permitted")
+    cards = GpuLayer(
+        "nvml", "550.54.15", devices=(GpuDevice(0, "NVIDIA H100 80GB HBM3"),), xid=XidLog(True)
+    )
+    rs = [
+        HostReport("a", facts=FACTS, gpus=cards, limits=Limits(None, "No such file")),
+        HostReport("b", facts=FACTS, gpus=replace(cards, xid=hidden)),
+        HostReport("c", facts=FACTS, gpus=GpuLayer("none", xid=hidden)),  # no GPU: nothing
+    ]
+    assert verdict.unread(rs) == (
+        "/dev/shm size on a (not readable there: No such file)",
+        "Xid log on b (not readable there: dmesg: read kernel buffer failed: Operation not "
+        "permitted)",
+    )
+    assert verdict.unread(rs[2:]) == ()
