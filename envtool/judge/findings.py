@@ -75,13 +75,17 @@ def fold(findings: Iterable[Finding]) -> list[Finding]:
     return [replace(f, hosts=tuple(sorted(set(hosts)))) for f, hosts in merged.items()]
 
 
-def _explainer(f: Finding, causes: list[Finding]) -> tuple[set[str], list[Finding]]:
+def _explainer(
+    f: Finding, causes: list[Finding], accepted: frozenset[Kind]
+) -> tuple[set[str], list[Finding]]:
     """The hosts of ``f`` no cause explains, and the causes that explain the others."""
     left, by = set(f.hosts), []
     for cause in causes:
         rule = RULES[cause.kind]
         if cause.kind is f.kind or f.kind not in rule.explains:
             continue
+        if cause.kind in accepted and f.kind is Kind.ALLREDUCE_FAILED:
+            continue  # a known difference never hides a measured failure
         if rule.by_subject and cause.subject != f.subject:
             continue
         hit = left if rule.whole_run else left & set(cause.hosts)
@@ -95,14 +99,15 @@ def explain(findings: Iterable[Finding], accepted: frozenset[Kind] = frozenset()
     """Each finding a cause on the same hosts explains (rules.RULES' ``explains``: a missing
     environment explains everything else on its node, no CUDA its GPU count) is dropped, or
     loses those hosts; each cause counts what follows from it. Causes themselves stay. A kind
-    the policy accepts (``accepted``, said as info) explains nothing: accepting a known
-    difference must not hide the errors it would have explained."""
+    the policy accepts (``accepted``, said as info) still explains what follows from it (an
+    accepted model difference, its memory difference), but never a failed all-reduce: a known
+    difference must not hide a run that failed."""
     found = list(findings)
-    causes = [f for f in found if RULES[f.kind].explains and f.hosts and f.kind not in accepted]
+    causes = [f for f in found if RULES[f.kind].explains and f.hosts]
     follows: dict[int, int] = {}
     out: list[Finding] = []
     for f in found:
-        left, by = _explainer(f, causes)
+        left, by = _explainer(f, causes, accepted)
         for cause in by:
             follows[id(cause)] = follows.get(id(cause), 0) + 1
         if left == set(f.hosts):
