@@ -26,7 +26,10 @@ def node_args(
 ) -> tuple[str, ...]:
     """What ``python -m envtool_node`` is told: the all-reduce per node, or across nodes as
     torchrun launches a job (c10d rendezvous on the first host unless told)."""
-    limit = ("--timeout", str(max(1, int(timeout - 10))))
+    # the node's own time around the all-reduce (ssh, its facts and torch's import before,
+    # torchrun's teardown after): 10 s was too little on a loaded 2-core machine, where a
+    # failed rendezvous then ran the node past --timeout (CI, twice)
+    limit = ("--timeout", str(max(1, int(timeout - 15))))
     if allreduce == "node":
         return ("--allreduce", *allreduce_args, *limit)
     if allreduce == "cluster":
