@@ -181,6 +181,21 @@ def _nvidia_smi(text: str) -> bool:
     return "NVIDIA-SMI" in head or "$ nvidia-smi" in head or "NVIDIA System Management" in head
 
 
+# what the logs of a distributed job print (NCCL's own lines, torch.distributed's errors, a
+# Python traceback, a CUDA error), and no environment file holds
+_JOB_LOG = re.compile(
+    r"NCCL (WARN|INFO)|NCCL error|nccl[A-Z][a-z]+Error|DistBackendError|ProcessGroupNCCL|"
+    r"Traceback \(most recent call last\)|^\s*[A-Za-z.]*(Runtime|Assertion)Error: |CUDA error: |"
+    r"ProcessFailure\(|Watchdog caught|^frame #[0-9]+: |^\[rank[0-9]+\]|UserWarning: ",
+    re.MULTILINE,
+)
+
+
+def _job_log(text: str) -> bool:
+    """The log of a (failed) training job: NCCL's or torch's lines in its first 64 KiB."""
+    return _JOB_LOG.search(text[:65536]) is not None
+
+
 def load(target: str, platform: str = "linux-64", environment: str = pixi.DEFAULT) -> Environment:
     """A lockfile (of a pixi.lock, its ``environment``; other inputs hold one), an export
     YAML, a spec list, a probe JSON, or a prefix directory (exported live)."""
@@ -217,6 +232,11 @@ def _load_text(path: Path, text: str, platform: str) -> Environment:
         )
     if explicit.is_explicit(text):
         return Environment(str(path), "lock", explicit.parse(text, path, platform))
+    if _job_log(text):
+        raise InputError(
+            f"{path}: a job's log (NCCL or torch.distributed output), not an environment: use "
+            "a lock, an export, a prefix or envtool probe's JSON of the node it ran on"
+        )
     doc = yamlio.loads(text, path)
     if isinstance(doc, dict) and "package" in doc and "version" in doc:
         return from_lock(lockfile.parse(text, path), str(path), platform)

@@ -27,6 +27,7 @@ REFUSED = {
     "collect_env/": "PyTorch's collect_env report",
     "rattler-pytorch-channel/": "a conda channel's repodata.json",
     "nvidia-smi/": "an nvidia-smi capture",
+    "failed-jobs/": "a job's log",  # failed DDP/NCCL jobs' logs (failed-jobs/SOURCES.md)
 }
 
 
