@@ -279,6 +279,11 @@ def build(options: BuildOptions, on_line: Callable[[str], None]) -> BuildResult:
     )
 
 
+def push(tag: str, on_line: Callable[[str], None]) -> None:
+    """Push a built tag (``build --verify --push``: only once the image passed its check)."""
+    _push(_client(), tag, on_line)
+
+
 def _push(client: Any, tag: str, on_line: Callable[[str], None]) -> None:
     repository, _, version = tag.rpartition(":")
     for chunk in client.api.push(repository, tag=version, stream=True, decode=True):

@@ -43,6 +43,15 @@ if TYPE_CHECKING:
 @click.option("--image", help="--transport docker: run the probes in a new container of IMAGE.")
 @click.option("--container", help="--transport docker: run the probes in a running container.")
 @click.option(
+    "--docker-run-arg",
+    "docker_run_args",
+    multiple=True,
+    metavar="--OPTION=VALUE",
+    help="--image: a docker run option in place of envtool's default of the same name "
+    "(--shm-size=1g --ulimit=memlock=-1 --ulimit=stack=67108864 --network=none); one of "
+    "--shm-size, --ipc, --network, --ulimit, --gpus, --runtime. Repeatable.",
+)
+@click.option(
     "--fanout",
     type=click.IntRange(min=1),
     help="Hosts probed at once (default: 64, or fewer where ulimit -n says so).",
@@ -91,6 +100,7 @@ def verify(
     time_limit: str | None,
     image: str | None,
     container: str | None,
+    docker_run_args: tuple[str, ...],
     fanout: int | None,
     connect_timeout: float,
     max_output: int,
@@ -110,6 +120,8 @@ def verify(
     from envtool.commands import verify as command
 
     c = opt.ClusterChecks.of(checks)
+    if docker_run_args and image is None:
+        raise click.UsageError("--docker-run-arg goes with --transport docker --image")
     slurm = tuple(f"--{k}={v}" for k, v in (("partition", partition), ("time", time_limit)) if v)
     fan = FanoutOptions(
         transport=transport,
@@ -122,6 +134,7 @@ def verify(
         prefix=c.prefix,
         docker_target=image or container or "",
         docker_run=image is not None,
+        docker_run_args=docker_run_args,  # the user's; verify's plan adds the defaults
         bundle_dir=bundle_dir,
         slurm_args=slurm,
         max_output=max_output,

@@ -120,6 +120,20 @@ def install(
 @click.option("--no-cache", is_flag=True, help="Rebuild every layer.")
 @click.option("--push", is_flag=True, help="Push the tag after building.")
 @click.option("--env-name", default="", help="Env name in the image (default: environment.yml's).")
+@click.option(
+    "--verify",
+    "check",
+    is_flag=True,
+    help="Then check the image against the lock (envtool verify --transport docker --image TAG "
+    "--hosts image --min-gpus 0); exit 1 on a finding, and --push only an image that passed.",
+)
+@click.option(
+    "--docker-run-arg",
+    "docker_run_args",
+    multiple=True,
+    metavar="--OPTION=VALUE",
+    help="--verify: a docker run option in place of the default of its name (as verify's).",
+)
 @opt.platform
 @opt.allow_insecure_url
 def build(
@@ -131,6 +145,8 @@ def build(
     no_cache: bool,
     push: bool,
     env_name: str,
+    check: bool,
+    docker_run_args: tuple[str, ...],
     platform: str,
     allow_insecure_url: bool,
 ) -> int:
@@ -138,12 +154,15 @@ def build(
     from envtool import image
     from envtool.commands import build as command
 
+    if docker_run_args and not check:
+        raise click.UsageError("--docker-run-arg goes with --verify")
     install_args = ("--allow-insecure-url",) if allow_insecure_url else ()
     return command.run(
         image.BuildOptions(
             lockfile, tag, base, builder_image, network, no_cache, push, env_name, platform,
             install_args=install_args,
-        )
+        ),
+        check, docker_run_args,
     )  # fmt: skip
 
 

@@ -26,6 +26,9 @@ class FanoutOptions:
     node_args: tuple[str, ...] = ()  # passed to python -m envtool_node
     docker_target: str = ""  # container name (docker exec) or image (docker run)
     docker_run: bool = False
+    # docker run's options: the user's --docker-run-arg, completed with the defaults by
+    # verify's plan (cluster/docker_run.options) before any container starts
+    docker_run_args: tuple[str, ...] = ()
     bundle_dir: str = ""  # a shared folder holding envtool_node/ instead of the bundle on stdin
     bundle_digest: str = ""  # the sha256 a node checks the shared copy against
     slurm_args: tuple[str, ...] = ()  # --partition/--time for an srun outside an allocation

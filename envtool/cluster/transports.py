@@ -64,9 +64,9 @@ def _ssh_argv(host: Host, options: FanoutOptions, script: str) -> list[str]:
     return [*argv, "--", host.target, remote_command(script)]
 
 
-def host_has_nvidia_gpus() -> bool:
-    """An NVIDIA driver on this machine: containers then get ``--gpus all``."""
-    return Path("/proc/driver/nvidia/version").exists()
+def host_has_nvidia_gpus(version: Path = Path("/proc/driver/nvidia/version")) -> bool:
+    """An NVIDIA driver on this machine: containers then get ``--gpus=all``."""
+    return version.exists()
 
 
 def with_role(host: Host, options: FanoutOptions) -> FanoutOptions:
@@ -88,21 +88,8 @@ def argv_for(host: Host, options: FanoutOptions) -> list[str]:
     if options.transport == "docker":
         if not options.docker_target:
             raise InputError("--transport docker needs --image IMAGE or --container NAME")
-        if options.docker_run:
-            gpus = ["--gpus", "all"] if host_has_nvidia_gpus() else []
-            return [
-                "docker",
-                "run",
-                "--rm",
-                "-i",
-                "--network",
-                "none",
-                *gpus,
-                "--entrypoint",
-                "sh",
-                options.docker_target,
-                "-c",
-                script,
-            ]
+        if options.docker_run:  # the options checked and completed by cluster/docker_run.py
+            run = ["docker", "run", "--rm", "-i", *options.docker_run_args, "--entrypoint", "sh"]
+            return [*run, "--", options.docker_target, "-c", script]
         return ["docker", "exec", "-i", options.docker_target, "sh", "-c", script]
     raise InputError(f"unknown transport {options.transport!r} (known: {', '.join(TRANSPORTS)})")

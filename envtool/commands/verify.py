@@ -10,21 +10,24 @@ from __future__ import annotations
 import os
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from envtool import environments, yamlio
 from envtool import policy as policy_file
-from envtool.cluster import hosts, pairs, rdzv, survey
+from envtool.cluster import docker_run, hosts, pairs, rdzv, survey
 from envtool.cluster.options import FanoutOptions
-from envtool.cluster.transports import check_ssh_options
+from envtool.cluster.transports import check_ssh_options, host_has_nvidia_gpus
 from envtool.errors import InputError
 from envtool.judge import gpu, verdict
 from envtool.judge.cluster_policy import ClusterPolicy
 from envtool.judge.findings import exit_code
+from envtool.judge.limits import CONTAINER, Runtime
 from envtool.lock import lockfile
 from envtool.lock.prefixes import env_name
 from envtool.models import Environment
+from envtool.protocol.types import Answer, HostReport
 from envtool.report import console
 from envtool.report import verify as report
 
@@ -126,10 +129,26 @@ class Plan:
     fan: FanoutOptions
     how: pairs.How | None  # --allreduce pairs/bisect
     unchecked: tuple[str, ...] = ()  # what this run cannot check, and why (Verdict.unchecked)
+    docker_user: tuple[str, ...] = ()  # --image: the user's own --docker-run-arg
+
+
+def container_runtime(fan: FanoutOptions) -> tuple[FanoutOptions, Runtime]:
+    """--transport docker: docker run's options completed (--image: the defaults a job starts
+    its container with, the user's in their place) and who set the limits the hosts are
+    judged on; other transports: as they are, the node's own."""
+    if fan.transport != "docker":
+        return fan, Runtime()
+    if not fan.docker_run:
+        return fan, Runtime(CONTAINER)
+    chosen = docker_run.options(fan.docker_run_args, host_has_nvidia_gpus())
+    return replace(fan, docker_run_args=chosen), docker_run.runtime(chosen)
 
 
 def plan(args: VerifyArgs) -> Plan:
     """The run's plan; InputError for anything wrong in what was asked."""
+    user = args.fanout.docker_run_args
+    fanout, container = container_runtime(args.fanout)
+    args = replace(args, fanout=fanout)
     if args.allreduce not in verdict.ALLREDUCE_MODES:
         raise InputError(
             f"--allreduce {args.allreduce!r}: use {', '.join(verdict.ALLREDUCE_MODES)}"
@@ -144,7 +163,7 @@ def plan(args: VerifyArgs) -> Plan:
     policy = verdict.Policy(
         gpu.GpuPolicy(args.min_gpus, gpu.locked_cuda(lock), args.min_busbw, baseline,
                       args.tolerance),
-        args.allreduce, cluster,
+        args.allreduce, cluster, container,
     )  # fmt: skip
     at = rdzv.endpoint(host_list, args.rdzv_endpoint, os.environ)  # checked from every node
     check = rdzv.args(host_list, at, args.fanout)
@@ -165,7 +184,30 @@ def plan(args: VerifyArgs) -> Plan:
                         console.step)  # fmt: skip
     rendezvous = rdzv.unchecked(host_list, at, args.fanout)
     unchecked = (*verdict.unused(policy), *([rendezvous] if rendezvous else []))
-    return Plan(host_list, lock, policy, fan, how, unchecked)
+    return Plan(host_list, lock, policy, fan, how, unchecked, user)
+
+
+def _without_refused(
+    p: Plan, reports: list[HostReport], done: Callable[[Answer], None]
+) -> tuple[Plan, list[HostReport]]:
+    """--image on an engine that cannot grant a default ``--ulimit`` (runc refused it, as
+    rootless Docker or a dockerd with a lower LimitMEMLOCK does): the hosts asked again
+    without it, and said beside the verdict, so the gate judges the image, not the engine. A
+    limit the user asked for stays refused (its fix is said)."""
+    for _ in range(len(docker_run.ULIMITS)):
+        if not p.fan.docker_run:
+            break
+        details = [r.failure.detail for r in reports if r.failure is not None]
+        option = docker_run.without_refused(p.fan.docker_run_args, p.docker_user, details)
+        if not option:
+            break
+        chosen = tuple(o for o in p.fan.docker_run_args if o != option)
+        said = (f"docker run {option} (the Docker engine refused it, its own hard limit being "
+                "lower: the containers ran with the engine's default)")  # fmt: skip
+        p = replace(p, fan=replace(p.fan, docker_run_args=chosen), unchecked=(*p.unchecked, said),
+                    policy=replace(p.policy, container=docker_run.runtime(chosen)))  # fmt: skip
+        reports = survey.survey(p.hosts, p.fan, done)
+    return p, reports
 
 
 def run(args: VerifyArgs) -> int:
@@ -174,6 +216,7 @@ def run(args: VerifyArgs) -> int:
     p = plan(args)
     with console.Progress(len(p.hosts), quiet=args.fmt != "table") as progress:
         reports = survey.survey(p.hosts, p.fan, progress.done)
+        p, reports = _without_refused(p, reports, progress.done)
     run = None
     if p.how is not None:  # the nodes that answered, pair by pair
         answered = [h for h, r in zip(p.hosts, reports, strict=True) if r.ok]
@@ -182,6 +225,7 @@ def run(args: VerifyArgs) -> int:
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
         run, (*p.unchecked, *verdict.missing_parts(reports), *verdict.unread(reports)),
+        p.fan.docker_run_args if p.fan.docker_run else (),
     )  # fmt: skip
     report.show(result, args.fmt, args.output, args.show_all, args.wide)
     if args.junit is not None:

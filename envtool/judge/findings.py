@@ -31,7 +31,8 @@ class Finding:
     ``failure``/``problem`` what a host or a part of its answer came back as; other findings
     carry the values compared in ``expected``/``actual``. ``spread`` lists the values across
     nodes where no majority exists; ``cause`` tells apart findings of one kind whose fix
-    differs; ``where`` is the environment a diff found it in (verify: the hosts say).
+    differs; ``where`` is the environment a diff found it in (verify: the hosts say), or for
+    a limit a container runtime set, the docker run option that set it (judge/limits.py).
     """
 
     kind: Kind

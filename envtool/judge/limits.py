@@ -44,6 +44,23 @@ class LimitsPolicy:
     clock_skew_s: float = 1.0
 
 
+DOCKER_RUN = "docker-run"  # a container envtool started (verify --image): its run options
+CONTAINER = "container"  # a running container (verify --container): as it was started
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Who set /dev/shm and the ulimits the probes ran under: ``kind`` "" (the node itself),
+    DOCKER_RUN or CONTAINER; for DOCKER_RUN, the docker run option that set each ("": Docker's
+    default). A limit the runtime set is its finding (``cause``, the option in ``where``), not
+    the image's."""
+
+    kind: str = ""
+    shm: str = ""
+    memlock: str = ""
+    nofile: str = ""
+
+
 def ib_present(report: HostReport) -> bool:
     """Whether the node's network part shows an InfiniBand/RoCE device (False when it sent
     none: nothing asks for memlock then)."""
@@ -55,23 +72,24 @@ def _below(value: int, floor: int) -> bool:
     return value != UNLIMITED and value < floor
 
 
-def _one(r: HostReport, lim: Limits, policy: LimitsPolicy) -> list[Finding]:
-    """One node's /dev/shm, memlock and open-files findings."""
-    out, host = [], (r.host,)
+def _one(r: HostReport, lim: Limits, policy: LimitsPolicy, run: Runtime) -> list[Finding]:
+    """One node's /dev/shm, memlock and open-files findings (the runtime's where it set them)."""
+    found: list[tuple[Kind, str, str, str, str]] = []
     if lim.shm_bytes is not None and lim.shm_bytes < policy.shm_min_bytes:
-        kind = Kind.SHM_SMALL
-        out.append(Finding(kind, severity(kind), "/dev/shm", str(policy.shm_min_bytes),
-                           str(lim.shm_bytes), host))  # fmt: skip
+        found.append((Kind.SHM_SMALL, "/dev/shm", str(policy.shm_min_bytes), str(lim.shm_bytes),
+                      run.shm))  # fmt: skip
     if ib_present(r) and lim.memlock[0] != UNLIMITED:
-        kind = Kind.MEMLOCK_LOW
-        out.append(Finding(kind, severity(kind), "ulimit -l", str(UNLIMITED),
-                           str(lim.memlock[0]), host))  # fmt: skip
+        found.append((Kind.MEMLOCK_LOW, "ulimit -l", str(UNLIMITED), str(lim.memlock[0]),
+                      run.memlock))  # fmt: skip
     soft, hard = lim.nofile
     if _below(soft, policy.nofile_min):
-        kind = Kind.NOFILE_LOW
-        out.append(Finding(kind, severity(kind), "ulimit -n", str(policy.nofile_min),
-                           f"{soft} {hard}", host))  # fmt: skip
-    return out
+        found.append((Kind.NOFILE_LOW, "ulimit -n", str(policy.nofile_min), f"{soft} {hard}",
+                      run.nofile))  # fmt: skip
+    return [
+        Finding(kind, severity(kind), subject, expected, actual, (r.host,), cause=run.kind,
+                where=option if run.kind == DOCKER_RUN else "")
+        for kind, subject, expected, actual, option in found
+    ]  # fmt: skip
 
 
 def _clock(r: HostReport, policy: LimitsPolicy) -> list[Finding]:
@@ -88,14 +106,18 @@ def _clock(r: HostReport, policy: LimitsPolicy) -> list[Finding]:
 
 
 def check(
-    reports: list[HostReport], policy: LimitsPolicy, machines: Mapping[str, str] | None = None
+    reports: list[HostReport],
+    policy: LimitsPolicy,
+    machines: Mapping[str, str] | None = None,
+    run: Runtime | None = None,
 ) -> list[Finding]:
-    """Every limits finding over the hosts that sent a limits part (and a clock reading)."""
+    """Every limits finding over the hosts that sent a limits part (and a clock reading);
+    ``run``: the container runtime that set the hosts' /dev/shm and ulimits, if any."""
     out: list[Finding] = []
     limits = {r.host: r.limits for r in reports if r.limits is not None}
     for r in reports:
         if r.limits is not None:
-            out += _one(r, r.limits, policy)
+            out += _one(r, r.limits, policy, run or Runtime())
         out += _clock(r, policy)
     kind = Kind.SYSTEM_DIFFERS
     for subject, values in (

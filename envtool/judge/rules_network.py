@@ -141,16 +141,21 @@ NETWORK_RULES: dict[Kind, Rule] = {
         "`/dev/shm` on the node is smaller than the threshold (1 GiB unless the policy says "
         "otherwise): NCCL's SHM transport and DataLoader workers keep their buffers there and "
         "fail (`ncclShmOpen`, \"No space left on device\", a bus error). Docker gives a "
-        "container 64 MiB unless told otherwise",
+        "container 64 MiB unless told otherwise. `verify --image` starts the container with "
+        "`--shm-size=1g` as a job would (`--docker-run-arg` changes it), and a /dev/shm the "
+        "container runtime set is worded as the runtime's, with the docker run option that "
+        "set it, not as the image's",
         "",
-        "`docker run --shm-size=8g` (or `--ipc=host`); on a host, a bigger tmpfs "
-        "(`mount -o remount,size=8G /dev/shm`)",
+        "`docker run --shm-size=1g` or more (or `--ipc=host`; a running container must be "
+        "recreated); on a host, a bigger tmpfs (`mount -o remount,size=8G /dev/shm`)",
     ),
     Kind.MEMLOCK_LOW: Rule(
         Check.LIMITS, Severity.ERROR, None,
         "the locked-memory limit (`ulimit -l`, soft) is not unlimited on a node whose network "
         "part shows InfiniBand/RoCE: RDMA pins NCCL's buffers and `ibv_reg_mr` fails. Nothing "
-        "is said where the node has no IB device",
+        "is said where the node has no IB device. `verify --image` starts the container with "
+        "`--ulimit memlock=-1` (an engine that cannot grant it says so: the host is "
+        "unreachable with runc's words and the fix)",
         "",
         "`memlock unlimited` in `/etc/security/limits.conf`, `LimitMEMLOCK=infinity` for "
         "slurmd or dockerd, `docker run --ulimit memlock=-1`",

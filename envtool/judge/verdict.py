@@ -43,6 +43,7 @@ class Verdict:
     seconds: float
     pairs: PairsRun | None = None  # --allreduce pairs
     unchecked: tuple[str, ...] = ()  # asked for, but this run cannot check it (and why)
+    docker_run: tuple[str, ...] = ()  # --image: the options docker run started each host with
 
     @property
     def machines(self) -> tuple[tuple[str, ...], ...]:
@@ -59,6 +60,8 @@ class Policy:
     allreduce: str = "off"  # off | node | cluster
     # --policy FILE (judge/cluster_policy.py)
     cluster: ClusterPolicy = field(default_factory=ClusterPolicy)
+    # --transport docker: the container runtime that set /dev/shm and the ulimits
+    container: limits.Runtime = field(default_factory=limits.Runtime)
 
 
 HOST = "<host>"  # a host's own name in its messages: findings then fold across hosts
@@ -311,7 +314,7 @@ def decide(
         found += runtime.check(r, lock)
     found += gpu.check(reports, policy.gpu, machines)
     found += gpu_health.check(reports, policy.cluster.gpus, policy.gpu.min_gpus, machines)
-    found += limits.check(reports, policy.cluster.limits, machines)
+    found += limits.check(reports, policy.cluster.limits, machines, policy.container)
     found += _no_cluster_result(reports, policy.allreduce)
     found = network.one_cause(found + network.check(reports, machines))
     found += rendezvous.check(reports)

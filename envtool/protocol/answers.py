@@ -23,6 +23,10 @@ _BY_EXIT = {
 }
 
 
+# what docker's CLI prints after its error (exit 125): never the line that says why
+_TRAILERS = ("Run 'docker ", "See 'docker ", "Usage:  docker ")
+
+
 def _marker(stderr: str, kind: str) -> str:
     """The argument of the node script's ``envtool-node: KIND ARG`` line on stderr."""
     for line in stderr.splitlines():
@@ -45,7 +49,7 @@ def failure(answer: Answer) -> Failure | None:
     lines = [
         ln.strip()
         for ln in answer.stderr.splitlines()
-        if ln.strip() and not ln.startswith(schemas.MARKER)
+        if ln.strip() and not ln.startswith((schemas.MARKER, *_TRAILERS))
     ]
     detail = lines[-1][:300] if lines else "no message"
     prefix = _marker(answer.stderr, outcome.value) if outcome is Outcome.ENV_MISSING else ""

@@ -135,6 +135,7 @@ class VerifyDocument:
     pairs: tuple[PairEntry, ...] = ()  # --allreduce pairs
     rounds: int = 0
     unchecked: tuple[str, ...] = ()  # asked for or expected, not checked by this run (why)
+    docker_run: tuple[str, ...] = ()  # --image: the options docker run started each host with
 
 
 def _plain(value: Any) -> Any:
@@ -305,6 +306,7 @@ def loads(text: str, source: str) -> VerifyDocument:
             tuple(_pair(p) for p in _get(doc, "pairs", (list,), optional=True) or ()),
             _get(doc, "rounds", (int,), optional=True) or 0,
             _strings(doc, "unchecked") if "unchecked" in doc else (),
+            _strings(doc, "docker_run") if "docker_run" in doc else (),
         )
     except (_Bad, Malformed) as exc:
         raise InputError(f"{source}: not an envtool verify JSON report: {exc}") from None

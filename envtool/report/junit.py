@@ -38,6 +38,9 @@ def _not_run(doc: VerifyDocument, host: HostEntry, check: Check) -> str:
 def render(doc: VerifyDocument) -> str:
     """``<testsuites>`` with one ``<testcase classname=HOST name=CHECK>`` per host and check."""
     suite = ET.Element("testsuite", name="envtool verify", time=f"{doc.seconds:.3f}")
+    if doc.docker_run:  # --image: what the runtime-set limits were judged under
+        properties = ET.SubElement(suite, "properties")
+        ET.SubElement(properties, "property", name="docker_run", value=" ".join(doc.docker_run))
     failures = 0
     skipped = 0
     for host in doc.hosts:

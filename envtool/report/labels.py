@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from envtool.cluster import docker_run
 from envtool.judge import gpu, pairs, runtime
 from envtool.judge.consensus import NO_MAJORITY
 from envtool.judge.findings import Check, Finding, Kind
@@ -201,6 +202,7 @@ def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Wor
     if f.kind is Kind.UNREACHABLE and f.failure is not None:
         if f.failure.outcome is Outcome.OVERSIZED:
             fix = "see what the node prints (envtool probe on it), or raise --max-output"
+        fix = _rlimit_fix(f.failure.detail) or fix
         return Words("answers", failure_text(f.failure), fix)
     if f.kind is Kind.ENV_MISSING:
         return Words("the locked conda environment", f.actual, fix)
@@ -213,6 +215,17 @@ def words(f: Finding, nodeset: Callable[[Sequence[str]], str] = ",".join) -> Wor
         return Words("a result from rank 0", "no node reported one",
                      "check the rendezvous endpoint and ports")  # fmt: skip
     return Words(f.expected, f.actual, fix)
+
+
+def _rlimit_fix(detail: str) -> str:
+    """The fix where the Docker engine could not give a container a ``--ulimit`` ("" else)."""
+    name = docker_run.refused_limit(detail)
+    if not name:
+        return ""
+    unit = {"memlock": "LimitMEMLOCK=infinity", "nofile": "LimitNOFILE="}.get(name, "its limits")
+    return (f"the Docker engine cannot raise the container's {name} limit (its own hard limit "
+            f"is lower: {unit} in dockerd's systemd unit, or rootless Docker): raise it there, "
+            f"or run with what it allows: --docker-run-arg=--ulimit={name}=N")  # fmt: skip
 
 
 def short(f: Finding) -> str:

@@ -4,6 +4,7 @@ seconds); report/labels.py asks here first. kernel/glibc differing take the comm
 from __future__ import annotations
 
 from envtool.judge.findings import Finding, Kind
+from envtool.judge.limits import CONTAINER, DOCKER_RUN
 
 GiB, MiB = 1024**3, 1024**2
 
@@ -26,8 +27,48 @@ def _shm_fix(floor: int) -> str:
             f"remount,size={gib}G /dev/shm)")  # fmt: skip
 
 
+def _set_by(f: Finding) -> str:
+    """`` (set by docker run --shm-size=64m: the runtime's, not the image's)`` for a limit a
+    container runtime set; "" for a node's own."""
+    if f.cause == DOCKER_RUN:
+        option = f.where or "Docker's default: no option set it"
+        return f" (set by docker run {option}: the runtime's, not the image's)"
+    if f.cause == CONTAINER:
+        return " (the running container's, as it was started)"
+    return ""
+
+
+def _runtime_fix(f: Finding) -> str | None:
+    """The docker run option that fixes a limit the container runtime set; None otherwise."""
+    if f.cause not in (DOCKER_RUN, CONTAINER):
+        return None
+    if f.kind is Kind.SHM_SMALL:
+        option, alternative = (
+            f"--shm-size={max(1, -(-int(f.expected) // GiB))}g",
+            " (or --ipc=host)",
+        )
+    elif f.kind is Kind.MEMLOCK_LOW:
+        option, alternative = "--ulimit=memlock=-1", " (dockerd needs LimitMEMLOCK=infinity)"
+    else:
+        option, alternative = f"--ulimit=nofile={f.expected}:{f.expected}", ""
+    if f.cause == DOCKER_RUN:
+        return (f"start the container with {option}{alternative}, in the job's docker run as in "
+                f"this check's (--docker-run-arg={option}): the image is not at fault")  # fmt: skip
+    return (f"recreate the container with docker run {option}{alternative}: a running "
+            "container keeps the limits it was started with")  # fmt: skip
+
+
 def limit_words(f: Finding) -> tuple[str, str, str] | None:
-    """(expected, actual, fix) of a limits finding; None for any other kind."""
+    """(expected, actual, fix) of a limits finding; None for any other kind. A limit a
+    container runtime set is worded as the runtime's, its fix the docker run option."""
+    found = _limit_words(f)
+    if found is None or f.kind is Kind.CLOCK_SKEW:
+        return found
+    expected, actual, fix = found
+    return expected, actual + _set_by(f), _runtime_fix(f) or fix
+
+
+def _limit_words(f: Finding) -> tuple[str, str, str] | None:
     if f.kind is Kind.SHM_SMALL:
         return f"at least {size(f.expected)}", size(f.actual), _shm_fix(int(f.expected))
     if f.kind is Kind.MEMLOCK_LOW:

@@ -65,6 +65,14 @@ def build_result(result: BuildResult) -> None:
         click.echo(f"pushed {result.tag}")
 
 
+def checked_build(tag: str, passed: bool, push: bool) -> None:
+    """``build --verify``: whether the image passed its check, and was pushed for it."""
+    if passed:
+        click.echo(f"{tag} passed its check" + (f"; pushed {tag}" if push else ""))
+    else:
+        click.echo(f"envtool: {tag} failed its check" + ("; not pushed" if push else ""), err=True)
+
+
 def export_document(doc: dict[str, Any], fmt: str) -> None:
     """An export: conda's YAML text verbatim, or the structured JSON document."""
     if fmt == "json":

@@ -109,6 +109,7 @@ def document(verdict: Verdict) -> vr.VerifyDocument:
         _pairs(verdict),
         verdict.pairs.rounds if verdict.pairs is not None else 0,
         visible_all(verdict.unchecked),
+        visible_all(verdict.docker_run),
     )
 
 
@@ -154,6 +155,15 @@ def _compared(verdict: Verdict) -> str:
     cards = _gpus_read(verdict)
     cards = f"\nGPUs read without torch: {cards}" if cards else ""
     return f"{checked}{cards}\nall-reduce: {_allreduce_checked(verdict)}{unchecked}"
+
+
+def _started_with(verdict: Verdict) -> list[str]:
+    """--image: the docker run options every container started with (what the runtime's
+    /dev/shm and ulimits were judged under), said whatever the verdict."""
+    if not verdict.docker_run:
+        return []
+    return [f"containers started with: docker run {' '.join(verdict.docker_run)} (the runtime "
+            "sets /dev/shm and the ulimits: judged as a job's)"]  # fmt: skip
 
 
 def _gpus_read(verdict: Verdict) -> str:
@@ -236,6 +246,7 @@ def render(verdict: Verdict, show_all: bool = False, wide: bool = False, width: 
     lines = [
         *text.fold(text.summary_line(verdict, items), width),
         *text.fold(_summary(verdict), width),
+        *(line for said in _started_with(verdict) for line in text.fold(said, width, rest="  ")),
     ]
     if wide and shown:
         lines += ["", _grid(verdict, shown, width).rstrip("\n")]

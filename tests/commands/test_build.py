@@ -103,11 +103,33 @@ def _docker(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_build_run_inspect_and_verify(engine: tuple[dockerd.Engine, str], project: Project) -> None:
+def _verify(proj: Project, *argv: str) -> tuple[int, str, str]:
+    return run_main(main, proj.root, [], ("verify", "--transport", "docker", "--hosts", "image",
+                                          "--min-gpus", "0", *argv))  # fmt: skip
+
+
+def _grants_memlock(image: str) -> bool:
+    """Whether this engine can give a container ``--ulimit memlock=-1`` (this project's
+    sandboxed dockerd cannot: runc's 'error setting rlimit type 8'; a root dockerd can)."""
+    run = ("run", "--rm", "--network", "none", "--ulimit", "memlock=-1", image, "true")
+    return _docker(*run).returncode == 0
+
+
+def _limits(out: str) -> list[tuple[str, str, str]]:
+    return [(f["kind"], f["actual"], f["hint"]) for f in json.loads(out)["findings"]
+            if f["severity"] != "info"]  # fmt: skip
+
+
+def test_build_run_inspect_and_verify(
+    engine: tuple[dockerd.Engine, str], project: Project, tmp_path: Path
+) -> None:
+    """A fresh image from the lock passes build's own check and README's CI gate, started as
+    a job's container (issue 37: Docker's bare 64 MiB /dev/shm failed every image)."""
     _, base = engine
-    code, out, err = _build(project, base, "-t", "lab/ddp:test")
-    assert code == 0, err[-3000:]
-    assert "built lab/ddp:test" in out
+    code, out, err = _build(project, base, "-t", "lab/ddp:test", "--verify")
+    assert code == 0, out + err[-3000:]
+    assert "built lab/ddp:test" in out and "lab/ddp:test passed its check" in out
+    assert "containers started with: docker run --shm-size=1g" in out
     run = _docker("run", "--rm", "--network", "none", "lab/ddp:test")
     assert run.returncode == 0, run.stderr
     facts = json.loads(run.stdout)
@@ -115,48 +137,72 @@ def test_build_run_inspect_and_verify(engine: tuple[dockerd.Engine, str], projec
     assert facts["prefix"] == "/opt/conda/envs/ddp" or facts["executable"]
     assert _docker("run", "--rm", "lab/ddp:test", "id", "-u").stdout.strip() == "1000"
     labels = json.loads(_docker("inspect", "lab/ddp:test").stdout)[0]["Config"]["Labels"]
-    import hashlib
-
     lock_sha = hashlib.sha256((project.root / "conda-lock.yml").read_bytes()).hexdigest()
     assert labels["io.envtool.lockfile.sha256"] == lock_sha
     assert labels["org.opencontainers.image.source"].startswith("https://")
-    code, out, err = run_main(
-        main,
-        project.root,
-        [],
-        (
-            "verify",
-            "--transport",
-            "docker",
-            "--image",
-            "lab/ddp:test",
-            "--hosts",
-            "image",
-            "--min-gpus",
-            "0",
-            "--format",
-            "json",
-        ),
-    )
-    assert code == 1, out + err  # docker run's default /dev/shm: 64 MiB (issue 28)
+    # README's CI recipe, JUnit beside the JSON report
+    junit = tmp_path / "verify-junit.xml"
+    code, out, err = _verify(project, "--image", "lab/ddp:test", "--format", "json",
+                             "--junit", str(junit))  # fmt: skip
+    assert code == 0, out + err
     doc = json.loads(out)
     locked = (project.root / "conda-lock.yml").read_text().count("manager: conda")
-    assert doc["hosts"][0]["packages"] == locked
-    assert [(f["kind"], f["actual"]) for f in doc["findings"]
-            if f["severity"] != "info"] == [("shm-small", "64 MiB")]  # fmt: skip
-    # the same image in a container given --shm-size=2g (docker exec): nothing about limits
-    name = f"envtool-shm-{os.getpid()}"
-    started = _docker("run", "-d", "--rm", "--network", "none", "--shm-size=2g", "--name", name,
-                      "lab/ddp:test", "sleep", "300")  # fmt: skip
-    assert started.returncode == 0, started.stderr
-    try:
-        code, out, err = run_main(main, project.root, [], (
-            "verify", "--transport", "docker", "--container", name, "--hosts", "image",
-            "--min-gpus", "0", "--format", "json"))  # fmt: skip
+    assert doc["hosts"][0]["packages"] == locked and _limits(out) == []
+    assert doc["hosts"][0]["limits"]["shm_bytes"] == 2**30  # the container's, as a job's
+    refused = [u for u in doc["unchecked"] if u.startswith("docker run --ulimit=memlock=-1")]
+    if _grants_memlock(base):
+        assert "--ulimit=memlock=-1" in doc["docker_run"] and not refused
+    else:  # said, and the image judged under the engine's own memlock, not failed for it
+        assert "--ulimit=memlock=-1" not in doc["docker_run"]
+        assert refused and "the Docker engine refused it" in refused[0]
+    assert doc["docker_run"][0] == "--shm-size=1g" and "--network=none" in doc["docker_run"]
+    xml = junit.read_text()
+    assert 'failures="0"' in xml and '<property name="docker_run" value="--shm-size=1g ' in xml
+
+
+def test_what_the_runtime_sets_is_the_runtime_s_finding(
+    engine: tuple[dockerd.Engine, str], project: Project
+) -> None:
+    """The same image under a 64 MiB /dev/shm: shm-small with docker run's option and its
+    fix, never the image's; a running container keeps its /dev/shm: recreate it."""
+    _, base = engine
+    code, _, err = _build(project, base, "-t", "lab/ddp:test")
+    assert code == 0, err[-3000:]
+    code, out, err = _verify(project, "--image", "lab/ddp:test", "--format", "json",
+                             "--docker-run-arg", "--shm-size=64m")  # fmt: skip
+    assert code == 1, out + err
+    ((kind, actual, hint),) = _limits(out)
+    assert (kind, actual) == ("shm-small", "64 MiB (set by docker run --shm-size=64m: the "
+                              "runtime's, not the image's)")  # fmt: skip
+    assert hint.startswith("start the container with --shm-size=1g (or --ipc=host)")
+    assert json.loads(out)["docker_run"][0] == "--shm-size=64m"
+    # a limit the user asked for and the engine cannot grant: one finding, with its fix
+    code, out, err = _verify(project, "--image", "lab/ddp:test", "--format", "json",
+                             "--docker-run-arg=--ulimit=memlock=-1")  # fmt: skip
+    if _grants_memlock(base):
         assert code == 0, out + err
-        assert [f["kind"] for f in json.loads(out)["findings"] if f["severity"] != "info"] == []
-    finally:
-        _docker("rm", "-f", name)
+    else:
+        assert code == 1, out + err
+        ((kind, actual, hint),) = _limits(out)
+        assert kind == "unreachable" and "error setting rlimit type 8" in actual
+        assert "cannot raise the container's memlock limit" in hint
+    for shm, expect in (("", 1), ("--shm-size=2g", 0)):  # Docker's default 64 MiB; 2 GiB
+        name = f"envtool-shm-{os.getpid()}-{expect}"
+        started = _docker("run", "-d", "--rm", "--network", "none", *([shm] if shm else []),
+                          "--name", name, "lab/ddp:test", "sleep", "300")  # fmt: skip
+        assert started.returncode == 0, started.stderr
+        try:
+            code, out, err = _verify(project, "--container", name, "--format", "json")
+        finally:
+            _docker("rm", "-f", name)
+        assert code == expect, out + err
+        if expect:
+            ((kind, actual, hint),) = _limits(out)
+            assert (kind, actual) == ("shm-small", "64 MiB (the running container's, as it "
+                                      "was started)")  # fmt: skip
+            assert hint.startswith("recreate the container with docker run --shm-size=1g")
+        else:
+            assert _limits(out) == [] and json.loads(out)["docker_run"] == []  # docker exec
 
 
 def test_image_with_a_changed_package_is_named(

@@ -113,3 +113,22 @@ def test_diff_names_an_artifact_two_locks_disagree_on(tmp_path) -> None:  # type
     assert f"sha256 {first.group(1)[:12]}" in f["expected"]
     code, _, _ = run_main(main, tmp_path, [], ("diff", str(other), str(other)))
     assert code == 0
+
+
+def test_a_docker_run_arg_off_the_allow_list_is_refused_before_any_container() -> None:
+    """Issue 37: ``--docker-run-arg`` is one allow-listed option with its value, and only with
+    ``--image`` (verify) or ``--verify`` (build): exit 2, one line, no docker started (none
+    is reachable here: a started one would fail otherwise)."""
+    image = ("verify", "--transport", "docker", "--image", "lab/ddp:1", "--hosts", "image")
+    out = _run(*image, "--docker-run-arg", "--privileged")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "--docker-run-arg '--privileged'" in out.stderr and "--shm-size=" in out.stderr
+    out = _run(*image, "--docker-run-arg=--volume=/:/host", "--no-lock")
+    assert out.returncode == 2 and "--volume" in out.stderr
+    out = _run("verify", "--transport", "docker", "--container", "c1", "--hosts", "image",
+               "--docker-run-arg", "--shm-size=1g")  # fmt: skip
+    assert out.returncode == 2 and "goes with --transport docker --image" in out.stderr
+    out = _run("build", "--docker-run-arg", "--shm-size=1g")
+    assert out.returncode == 2 and "goes with --verify" in out.stderr
+    out = _run("build", "--verify", "--docker-run-arg", "--cap-add=SYS_ADMIN")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr

@@ -168,3 +168,43 @@ def test_a_node_clock_shifted_by_five_minutes_is_named_through_its_answer() -> N
     (f,) = [f for f in _decide(reports) if f.kind is not Kind.CUDA_UNAVAILABLE]  # info, CPU
     assert (f.kind, f.severity, f.hosts) == (Kind.CLOCK_SKEW, Severity.WARNING, ("b",))
     assert labels.words(f).actual == "300.0 s ahead of envtool's (± 0.1 s)"
+
+
+# --- issue 37: a limit the container runtime set is the runtime's finding ----------------
+RUN = limitchecks.Runtime(limitchecks.DOCKER_RUN, "--shm-size=64m", "--ulimit=memlock=65536", "")
+
+
+def test_a_shm_docker_run_set_is_worded_as_the_runtime_s_with_its_option() -> None:
+    small = [host("image", replace(HEALTHY, shm_bytes=64 * MiB))]
+    (f,) = limitchecks.check(small, POLICY, run=RUN)
+    assert (f.kind, f.cause, f.where) == (Kind.SHM_SMALL, "docker-run", "--shm-size=64m")
+    w = labels.words(f)
+    assert w.actual == "64 MiB (set by docker run --shm-size=64m: the runtime's, not the image's)"
+    assert w.fix.startswith("start the container with --shm-size=1g (or --ipc=host)")
+    assert "--docker-run-arg=--shm-size=1g" in w.fix and "tmpfs" not in w.fix
+    # Docker's default (no option set it) is said so; a policy's floor rounds up to whole GiB
+    default = replace(RUN, shm="")
+    (f,) = limitchecks.check(
+        small, limitchecks.LimitsPolicy(shm_min_bytes=3 * GiB // 2), run=default
+    )
+    w = labels.words(f)
+    assert "Docker's default: no option set it" in w.actual and "--shm-size=2g" in w.fix
+
+
+def test_a_running_container_s_limits_are_fixed_by_recreating_it() -> None:
+    run = limitchecks.Runtime(limitchecks.CONTAINER)
+    lim = replace(HEALTHY, shm_bytes=64 * MiB, memlock=(65536, 65536), nofile=(1024, 1048576))
+    reports = [host("image", lim, network=_ib(True))]
+    by_kind = {f.kind: labels.words(f) for f in limitchecks.check(reports, POLICY, run=run)}
+    assert set(by_kind) == {Kind.SHM_SMALL, Kind.MEMLOCK_LOW, Kind.NOFILE_LOW}
+    assert by_kind[Kind.SHM_SMALL].fix.startswith("recreate the container with docker run "
+                                                  "--shm-size=1g (or --ipc=host)")  # fmt: skip
+    assert "--ulimit=memlock=-1" in by_kind[Kind.MEMLOCK_LOW].fix
+    assert "--ulimit=nofile=8192:8192" in by_kind[Kind.NOFILE_LOW].fix
+    assert all("running container's" in w.actual for w in by_kind.values())
+
+
+def test_a_node_s_own_limits_keep_the_node_s_words() -> None:
+    small = [host("gpu01", replace(HEALTHY, shm_bytes=64 * MiB))]
+    (f,) = limitchecks.check(small, POLICY, run=limitchecks.Runtime())
+    assert (f.cause, f.where) == ("", "") and labels.words(f).actual == "64 MiB"
