@@ -10,9 +10,8 @@ import click
 from envtool.judge import critical
 from envtool.protocol import schemas
 from envtool.protocol.verify_report import finding_dict
-from envtool.report import console
+from envtool.report import console, diff_text
 from envtool.report import specs as spec_report
-from envtool.report.labels import folded_text
 from envtool.report.text import visible
 from envtool.report.verify import finding_entry
 
@@ -85,38 +84,14 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _inside(
-    a: Environment, b: Environment, c: Comparison
-) -> list[tuple[str, tuple[str, ...], tuple[Finding, ...]]]:
-    """The problems inside each input, as (label, paths, findings); one block when both
-    inputs have the same ones (a file compared with itself)."""
-    if c.inside_a and c.inside_a == c.inside_b:
-        return [("A and B", tuple(dict.fromkeys((a.source, b.source))), c.inside_a)]
-    sides = (("A", (a.source,), c.inside_a), ("B", (b.source,), c.inside_b))
-    return [side for side in sides if side[2]]
-
-
-def _inside_table(label: str, paths: tuple[str, ...], found: tuple[Finding, ...]) -> None:
-    entries = [finding_entry(f) for f in found]
-    rows = [[e.severity, e.kind, e.subject, e.expected, e.actual, e.hint] for e in entries]
-    click.echo(  # a line of its own: a table's title would fold the paths
-        visible(
-            f"inside {label} ({', '.join(paths)}): {_plural(len(found), 'problem')}, not a "
-            f"difference (envtool check {' '.join(paths)})"
-        )
-    )
-    console.table("", ["severity", "kind", "what", "expected", "found", "fix"], rows)
-
-
 def diff_result(
     a: Environment, b: Environment, c: Comparison, fmt: str, show_all: bool = False
 ) -> None:
     """The differences between two environments: what decides a DDP run first; the others
     counted per kind unless ``show_all`` (JSON lists every one); then, under their own
     headings, the problems inside A and inside B on their own (``envtool check``'s)."""
-    shown, folded = critical.split(c.differences, show_all or fmt == "json")
-    entries = [finding_entry(f) for f in shown]
     if fmt == "json":
+        entries = [finding_entry(f) for f in critical.ordered(c.differences)]
         console.echo_json(
             {
                 "schema": schemas.DIFF,
@@ -131,19 +106,7 @@ def diff_result(
         )
         return
     spec_report.summary(a, b)
-    if c.identical and not (a.specs or b.specs):
-        click.echo(f"identical: {a.source} ({len(a.packages)} packages) and {b.source}")
-    elif not c.identical:
-        rows = [[e.severity, e.kind, e.subject, e.expected, e.actual, e.hint] for e in entries]
-        console.table(
-            f"{_plural(len(c.differences), 'difference')}: A={a.source}  B={b.source}",
-            ["severity", "kind", "package", "A", "B", "fix"],
-            rows,
-        )
-        if folded:
-            click.echo(folded_text(folded))
-    for label, paths, found in _inside(a, b, c):
-        _inside_table(label, paths, found)
+    click.echo(diff_text.render(a, b, c, show_all, console.width()), nl=False)
 
 
 def consistency_result(checked: list[tuple[Environment, list[Finding]]], fmt: str) -> None:

@@ -51,25 +51,33 @@ def summary_line(verdict: Verdict, items: Sequence[Item]) -> str:
     return f"{len(failing)} of {machines_text(verdict)} {verb}: {named}{rest}"
 
 
-def fold(text: str, width: int, first: str = "", rest: str = "  ") -> list[str]:
+def fold(
+    text: str, width: int, first: str = "", rest: str = "  ", whole: bool = False
+) -> list[str]:
     """``text`` folded to ``width`` at spaces (never inside a name-with-hyphens or a path),
-    ``first`` before its first line and ``rest`` before the others: every report line."""
+    ``first`` before its first line and ``rest`` before the others: every report line. A word
+    longer than a line is cut across lines unless ``whole`` (then it overflows, in one piece:
+    a package spec a grep of the output must find)."""
     return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest,
-                         break_on_hyphens=False)  # fmt: skip
+                         break_on_hyphens=False, break_long_words=not whole)  # fmt: skip
 
 
-def _wrap(label: str, text: str, width: int) -> list[str]:
+def _wrap(label: str, text: str, width: int, whole: bool = False) -> list[str]:
     indent = " " * 4 + f"{label:<9} "
-    return fold(text, width, indent, " " * len(indent)) or [indent.rstrip()]
+    return fold(text, width, indent, " " * len(indent), whole) or [indent.rstrip()]
 
 
-def finding_block(e: vr.FindingEntry, follows: int, nodeset: Nodeset, width: int) -> list[str]:
-    """One finding: its head line, then expected / found / fix, folded to ``width``."""
-    head = f"{e.severity.upper():<7} {nodeset(e.hosts) or '-'} · {e.kind} · {e.subject}"
-    lines = fold(head, width, rest=" " * 8)
+def finding_block(
+    e: vr.FindingEntry, follows: int, nodeset: Nodeset | None, width: int, whole: bool = False
+) -> list[str]:
+    """One finding: its head line (``nodeset`` None: no hosts, as in a diff), then expected /
+    found / fix, folded to ``width`` (``whole``: no word cut, see ``fold``)."""
+    where = "" if nodeset is None else f"{nodeset(e.hosts) or '-'} · "
+    head = f"{e.severity.upper():<7} {where}{e.kind} · {e.subject}"
+    lines = fold(head, width, rest=" " * 8, whole=whole)
     for label, text in (("expected", e.expected), ("found", e.actual), ("fix", e.hint)):
         if text:
-            lines += _wrap(label, text, width)
+            lines += _wrap(label, text, width, whole)
     if follows:
         lines += _wrap(
             "", f"{plural(follows, 'more finding')} follow from this (not listed)", width

@@ -4,6 +4,9 @@ is listed under its own heading and is not a difference; a real difference exits
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +88,43 @@ def test_two_real_locks_differ(shared_data: Path, tmp_path: Path) -> None:
 
 def test_the_real_environments_are_there(shared_data: Path) -> None:
     assert REAL.is_dir() and len(ENVIRONMENTS) >= 5, ENVIRONMENTS
+
+
+ENVTOOL = str(Path(sys.executable).parent / "envtool")
+
+
+def _specs(doc: dict[str, object]) -> set[str]:
+    """Every package spec (name=version=build) the JSON report names in expected/found."""
+    found = doc["findings"]
+    assert isinstance(found, list)
+    return {word.strip("(),") for f in found for key in ("expected", "actual")
+            for word in f[key].split() if "=" in word}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [("pangeo-pytorch.conda-lock.yml", "drdmannturb.conda-lock.yml"),
+     ("breaching.env-export.yml", "basenji.env-export.yml")],
+)  # fmt: skip
+@pytest.mark.parametrize("columns", ["80", "40", None])  # None: a pipe, no COLUMNS
+def test_a_grep_of_the_output_finds_every_spec(
+    shared_data: Path, tmp_path: Path, a: str, b: str, columns: str | None
+) -> None:
+    """Issue 37 item 4: ``envtool diff A B | grep SPEC`` finds each spec the diff reports (a
+    rich table cut them mid-token: ``pytorch=1.10.1=py3.9_cuda1`` / ``1.3_cudnn8...``)."""
+    real = shared_data / "real"
+    argv = [ENVTOOL, "diff", str(real / a), str(real / b), "--all"]
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env |= {"COLUMNS": columns} if columns else {}
+    text = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
+    doc = subprocess.run([*argv, "--format", "json"], capture_output=True, text=True, env=env,
+                         timeout=120, check=False)  # fmt: skip
+    assert text.returncode == doc.returncode == 1, text.stderr
+    specs = _specs(json.loads(doc.stdout))
+    assert len(specs) > 50
+    lines = text.stdout.splitlines()
+    missed = [s for s in specs if not any(s in line for line in lines)]
+    assert missed == [], missed[:5]
+    assert "┃" not in text.stdout and "│" not in text.stdout  # blocks, as verify's, no grid
+    width = int(columns or 100)  # a block's lines fold to the width unless one word is longer
+    assert all(len(ln) <= width or " " not in ln.strip() or "=" in ln for ln in lines)
