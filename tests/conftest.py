@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fixtures import netns, runtime
+from fixtures import kernel_log, netns, runtime
 from fixtures.channel import build_channel, realistic_packages
 from fixtures.runtime import runtime_packages
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 IN_CI = os.environ.get("CI", "").lower() == "true"
+KERNEL_LOG = "ENVTOOL_KERNEL_LOG"  # envtool_node/xid.py VARIABLE
 
 
 def require(condition: bool, reason: str) -> None:
@@ -148,11 +149,17 @@ def project(tmp_path: Path, channel: Path) -> Project:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Each xdist worker's verify runs use a rendezvous port of their own (MASTER_PORT, which
-    verify's endpoint takes): the sshd and Slurm test clusters of both workers share this
-    machine's network namespace, where the store's node listens on that port for a moment;
-    on one port, one worker's check would find the other's listener there. Tests that need
-    the default port (namespaced labs) drop it (``default_rendezvous_port``)."""
+    """Every process the tests start reads tests/fixtures/kernel_log.HEALTHY as its kernel
+    log (``ENVTOOL_KERNEL_LOG``, whatever the environment said). Each xdist worker's verify
+    runs use a rendezvous port of their own (MASTER_PORT, which verify's endpoint takes): the
+    sshd and Slurm test clusters of both workers share this machine's network namespace,
+    where the store's node listens on that port for a moment; on one port, one worker's
+    check would find the other's listener there. Tests that need the default port
+    (namespaced labs) drop it (``default_rendezvous_port``)."""
+    # Every node package a test starts reads a recorded kernel log, never this machine's:
+    # an Xid on a GPU runner (or text another process had the kernel print) is no test's
+    # finding. A test about the kernel log names its own (issue 33).
+    os.environ[KERNEL_LOG] = str(kernel_log.HEALTHY)
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if worker.startswith("gw") and worker[2:].isdigit():
         os.environ.setdefault("MASTER_PORT", str(29410 + int(worker[2:])))

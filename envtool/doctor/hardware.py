@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from envtool.doctor.steps import FAIL, PASS, TROUBLE, WARN, Step
 from envtool.judge.findings import Finding, Severity
+from envtool.protocol.gpu_types import GpuLayer
 from envtool.protocol.types import HostReport
 from envtool.report.labels import words
 
@@ -60,9 +61,19 @@ def gpus(report: HostReport, min_gpus: int) -> Step:
         f"{len(layer.devices)} x {', '.join(names)}{driver} (read by {layer.source}): no other "
         "process holds them; no ECC, remap, Xid, PCIe, MIG, mode or slowdown finding"
     )
-    if layer.devices and not layer.xid.read:  # no Xid finding because none could be read
-        passed += f" (Xid log not read: {layer.xid.why or 'no reason given'})"
-    return _judged("gpus", findings, passed)
+    return _judged("gpus", findings, passed + _xid_log(layer))
+
+
+def _xid_log(layer: GpuLayer) -> str:
+    """What the kernel log's read leaves unsaid: not read, read in part, or records that
+    name the driver without being its own (ignored: text anyone can have the kernel print)."""
+    xid = layer.xid
+    if layer.devices and not xid.read:  # no Xid finding because none could be read
+        return f" (Xid log not read: {xid.why or 'no reason given'})"
+    said = [f"read in part: {xid.partial}"] if xid.read and xid.partial else []
+    if xid.ignored:
+        said.append(f"{xid.ignored} ignored: they name the driver but are not its records")
+    return f" (Xid log {xid.source or '?'}: {'; '.join(said)})" if said else ""
 
 
 def _count(value: int) -> str:

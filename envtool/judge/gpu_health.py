@@ -7,22 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from envtool.judge import gpu_arch
+from envtool.judge import gpu_arch, gpu_xid
 from envtool.judge.cluster_policy import GpuExpect
 from envtool.judge.consensus import differences
 from envtool.judge.findings import Finding, Kind
+from envtool.judge.gpu_xid import pci_key
 from envtool.judge.rules import severity
-from envtool.protocol.gpu_types import GpuDevice, GpuLayer, GpuProcess, XidEvent
+from envtool.protocol.gpu_types import GpuDevice, GpuLayer, GpuProcess
 from envtool.protocol.types import HostReport, NodeFacts
 
-# Xids of the hardware kind (NVIDIA's Xid catalog, docs.nvidia.com/deploy/xid-errors: their
-# resolution is a GPU reset, a node reboot or a field diagnosis, not an application restart):
-# 48 double-bit ECC, 62 internal micro-controller halt, 63/64 row remapping recorded/failed,
-# 74 NVLink error, 79 fallen off the bus, 92 high single-bit ECC rate, 94/95 contained/
-# uncontained ECC error, 119/120 GSP RPC timeout/GSP error, 140 unrecovered ECC error.
-HARDWARE_XIDS = frozenset({48, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140})
-# Xids a finding on the same GPU already says (one cause, one finding).
-_SAID_BY = {Kind.GPU_ECC: {48, 94, 95, 140}, Kind.GPU_ROW_REMAP: {63, 64}}
 SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
              "sw_thermal_slowdown")  # fmt: skip
 CAUSE_WIDTH, CAUSE_GEN = "width", "generation"
@@ -135,35 +128,9 @@ def _settings(dev: GpuDevice, expect: GpuExpect, host: str) -> list[Finding]:
     return out
 
 
-def _pci_key(text: str) -> tuple[int, int, int] | None:
-    """``00000000:3B:00.0`` and ``PCI:0000:3b:00`` → (0, 0x3b, 0): domain, bus, device."""
-    parts = text.removeprefix("PCI:").split(".")[0].split(":")
-    try:
-        return (
-            (int(parts[-3], 16), int(parts[-2], 16), int(parts[-1], 16))
-            if len(parts) >= 3
-            else None
-        )
-    except ValueError:
-        return None
-
-
 def _xids(layer: GpuLayer, said: dict[str, set[Kind]], host: str) -> list[Finding]:
-    by_gpu: dict[str, list[XidEvent]] = {}
-    names = {_pci_key(d.pci_bus_id): gpu_name(d) for d in layer.devices}
-    for event in layer.xid.events:
-        if event.xid not in HARDWARE_XIDS:
-            continue
-        subject = names.get(_pci_key(event.pci)) or f"PCI {event.pci or '?'}"
-        skip = set().union(*(_SAID_BY.get(k, set()) for k in said.get(subject, set())))
-        if event.xid not in skip:
-            by_gpu.setdefault(subject, []).append(event)
-    out = []
-    for subject, events in by_gpu.items():
-        codes = sorted({e.xid for e in events})
-        actual = ", ".join(f"Xid {c}" for c in codes) + f": {events[-1].text}"
-        out.append(_f(Kind.GPU_XID, subject, "no hardware Xid since boot", actual, host))
-    return out
+    names = {pci_key(d.pci_bus_id): gpu_name(d) for d in layer.devices}
+    return gpu_xid.findings(layer.xid.events, names, said, host)
 
 
 def _arch(facts: NodeFacts, host: str) -> list[Finding]:

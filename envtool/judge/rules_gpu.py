@@ -14,6 +14,7 @@ class Action(str, Enum):
     """What an admin does about a finding."""
 
     FIX_ENV = "fix the environment"
+    RESTART_APP = "restart the application"
     STOP_PROCESS = "stop a process"
     CONFIGURE = "change a GPU setting"
     RESET_GPU = "reset the GPU"
@@ -68,10 +69,28 @@ GPU_RULES: dict[Kind, Rule] = {
     ),
     Kind.GPU_XID: Rule(
         Check.GPU, Severity.ERROR, None,
-        "an Xid of the hardware kind in the kernel log since boot (NVIDIA's Xid catalog: 48, "
-        "62, 63, 64, 74, 79 fallen off the bus, 92, 94, 95, 119, 120, 140), on the GPU at that "
-        "PCI address; not repeated for errors an ECC or row-remap finding on that GPU names",
-        _DRAIN, _DRAIN_DOCS,
+        "the NVIDIA driver logged an Xid since boot whose first action in NVIDIA's Xid catalog "
+        "is the admin's: reset the GPU (48, 62, 64, 74, 95, 119 and 120 GSP, 140, a Fatal "
+        "NVLink5 144-150, ...), reboot the node (79 fallen off the bus, also when printed "
+        "without its number), drain and contact support (unused or unknown codes), or what an "
+        "Xid 154 asks for; one finding per GPU naming the deciding record (code, time since "
+        "boot, kernel record number, text) and each code's count. Only the driver's own "
+        "records count: a kernel record (facility 0) whose message begins with `NVRM: `; text "
+        "anyone can make the kernel print inside another message, and records userspace "
+        "writes to /dev/kmsg, are not. Not repeated for errors an ECC or row-remap finding on "
+        "that GPU names",
+        "", "drain the node (`scontrol update nodename=N state=drain reason=...`), then the "
+        "catalog's action the fix line names: reset the GPU (`nvidia-smi -r -i N`), reboot "
+        "the node, or contact NVIDIA support with `nvidia-bug-report.sh`'s log",
+    ),
+    Kind.GPU_XID_APP: Rule(
+        Check.GPU, Severity.INFO, None,
+        "the driver logged an Xid since boot that NVIDIA's catalog calls the application's "
+        "(13 graphics engine exception, 31 memory page fault, 94 contained memory error, copy "
+        "engine errors, ...: restart the application): a note about a past job, never a drain. "
+        "Each (code, GPU) is counted apart from the hardware ones, so no flood of them hides a "
+        "hardware Xid",
+        "", "nothing for the node; restart the application, check it if it recurs",
     ),
     Kind.GPU_FABRIC: Rule(
         Check.GPU, Severity.ERROR, None,
@@ -167,6 +186,7 @@ ACTIONS: dict[Kind, Action] = {
     Kind.GPU_ROW_REMAP: Action.RESET_GPU,
     Kind.GPU_RETIRED_PAGES: Action.RESET_GPU,
     Kind.GPU_XID: Action.DRAIN,
+    Kind.GPU_XID_APP: Action.RESTART_APP,
     Kind.GPU_FABRIC: Action.DRAIN,
     Kind.GPU_NVLINK_DOWN: Action.REPLACE,
     Kind.GPU_PCIE_DEGRADED: Action.REPLACE,

@@ -12,7 +12,7 @@ from envtool.protocol.gpu_types import GpuDevice, GpuLayer, GpuProcess, NvLink, 
 
 SCHEMA = "envtool.gpus/1"
 SOURCES = ("nvml", "nvidia-smi", "none")
-MAX_GPUS, MAX_PROCESSES, MAX_XID, MAX_LINKS, MAX_EVENTS = 64, 1024, 256, 64, 32
+MAX_GPUS, MAX_PROCESSES, MAX_XID, MAX_LINKS, MAX_EVENTS = 64, 1024, 512, 64, 32
 MAX_MIB = 2**40  # a GPU's memory in MiB beyond this is no measurement
 
 
@@ -119,19 +119,30 @@ def _process(value: Any) -> GpuProcess:
     )
 
 
-def _event(value: Any) -> XidEvent:
-    doc = mapping(value, "an Xid event")
-    seconds = doc.get("seconds")
+def _seconds(doc: dict[str, Any], key: str) -> float | None:
+    seconds = doc.get(key)
     if seconds is not None and not (
         isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
         and math.isfinite(seconds) and 0 <= seconds <= MAX_INT
     ):  # fmt: skip
-        raise Malformed("an Xid event's 'seconds' must be a finite number or null")
+        raise Malformed(f"an Xid event's '{key}' must be a finite number or null")
+    return None if seconds is None else float(seconds)
+
+
+def _event(value: Any) -> XidEvent:
+    doc = mapping(value, "an Xid event")
     xid = count(doc, "xid")
     if xid > 100_000:
         raise Malformed("'xid' is out of range")
-    return XidEvent(xid, string(doc, "pci", 40) or "", string(doc, "text", 300) or "",
-                    None if seconds is None else float(seconds))  # fmt: skip
+    records = count(doc, "count", 1)  # absent in a node from before the tally: one record
+    if records == 0:
+        raise Malformed("an Xid event's 'count' must be at least 1")
+    return XidEvent(
+        xid, string(doc, "pci", 40) or "", string(doc, "text", 300) or "", _seconds(doc, "seconds"),
+        sub=string(doc, "sub", 20) or "", count=records, seq=_optional_int(doc, "seq"),
+        first_text=string(doc, "first_text", 300) or "",
+        first_seconds=_seconds(doc, "first_seconds"), first_seq=_optional_int(doc, "first_seq"),
+    )  # fmt: skip
 
 
 def _xid(value: Any) -> XidLog:
@@ -142,7 +153,12 @@ def _xid(value: Any) -> XidLog:
     if not isinstance(read, bool):
         raise Malformed("xid's 'read' must be true or false")
     events = listing(doc.get("events"), "xid events")[:MAX_XID]
-    return XidLog(read, string(doc, "why", 300), tuple(_event(e) for e in events))
+    return XidLog(
+        read, string(doc, "why", 300), tuple(_event(e) for e in events),
+        source=string(doc, "source", 200) or "", records=count(doc, "records", 0),
+        ignored=count(doc, "ignored", 0), dropped=count(doc, "dropped", 0),
+        partial=string(doc, "partial", 200),
+    )  # fmt: skip
 
 
 def read_arch_list(value: Any) -> tuple[str, ...]:

@@ -59,21 +59,40 @@ class GpuProcess:
 
 @dataclass(frozen=True)
 class XidEvent:
-    """One Xid line of the kernel log since boot."""
+    """The driver's records of one Xid code on one GPU since boot: how many, the last and the
+    first (its message, seconds since boot, /dev/kmsg sequence number: None from dmesg).
+    ``sub``: what the code's resolution also turns on (the ``fatal``/``nonfatal`` of NVLink5
+    Xids 144-150, the recovery action ``0x2`` of an Xid 154, ``unnumbered``: a GPU fallen off
+    the bus printed without an Xid number). A node before these fields sent one event per
+    record: count 1, its first record its last."""
 
     xid: int
     pci: str
     text: str
     seconds: float | None = None
+    sub: str = ""
+    count: int = 1
+    seq: int | None = None
+    first_text: str = ""  # "": the last record is the only one said
+    first_seconds: float | None = None
+    first_seq: int | None = None
 
 
 @dataclass(frozen=True)
 class XidLog:
-    """The kernel log's Xid events, or why it could not be read."""
+    """The kernel log's Xid events, or why it could not be read; which log was read, how many
+    records, how many named the driver without being its records (``ignored``: userspace's,
+    or another message quoting the driver), how many Xid records no room was left for
+    (``dropped``), and why the read stopped early (``partial``), if it did."""
 
     read: bool = False
     why: str | None = None
     events: tuple[XidEvent, ...] = ()
+    source: str = ""
+    records: int = 0
+    ignored: int = 0
+    dropped: int = 0
+    partial: str | None = None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from envtool.judge.findings import Finding, Kind, Severity
 from envtool.judge.gpu_health import CAUSE_FAILURE, CAUSE_GEN, SUBJECT_HEALTH
 from envtool.judge.rules import RULES
 from envtool.judge.rules_gpu import ACTIONS, DRAINING
+from envtool.judge.xid_catalog import Resolution
 
 DRAIN_LIMIT = 80  # characters of a Slurm drain reason kept by this reader
 
@@ -34,7 +35,35 @@ def gpu_words(f: Finding) -> tuple[str, str, str] | None:
         fix = f"drain the node; replace {f.subject} (its spare rows are used up)"
     elif f.kind is Kind.GPU_PCIE_DEGRADED and f.cause == CAUSE_GEN:
         return f.expected, f"{f.actual} under load", fix
+    elif f.kind in (Kind.GPU_XID, Kind.GPU_XID_APP):
+        fix = xid_fix(f)
     return f.expected, f.actual, fix
+
+
+# What NVIDIA's Xid catalog says to do first (judge/xid_catalog.py), as a fix line.
+XID_FIX = {
+    Resolution.RESTART_APP: "nothing for the node: restart the application that hit it (NVIDIA's "
+    "Xid catalog: RESTART_APP); check the application if it recurs",
+    Resolution.RESET_GPU: "drain the node; reset {subject} (nvidia-smi -r -i N), replace it if "
+    "the Xid returns (NVIDIA's Xid catalog: RESET_GPU)",
+    Resolution.REBOOT: "drain the node and reboot it: no GPU reset brings {subject} back "
+    "(NVIDIA's Xid catalog: RESTART_BM); replace it if the Xid returns",
+    Resolution.CONTACT_SUPPORT: "drain the node; contact NVIDIA support with the log of "
+    "nvidia-bug-report.sh (NVIDIA's Xid catalog: CONTACT_SUPPORT)",
+    Resolution.CHECK_POWER: "drain the node; check the power cables of {subject} (NVIDIA's Xid "
+    "catalog: CHECK_MECHANICALS)",
+    Resolution.UPDATE_DRIVER: "drain the node; update the NVIDIA driver and firmware (NVIDIA's "
+    "Xid catalog: UPDATE_SWFW)",
+}
+
+
+def xid_fix(f: Finding) -> str:
+    """The fix line of an Xid finding: the catalog's first action for its deciding record."""
+    try:
+        action = Resolution(f.cause)
+    except ValueError:
+        action = Resolution.CONTACT_SUPPORT
+    return XID_FIX.get(action, XID_FIX[Resolution.CONTACT_SUPPORT]).format(subject=f.subject)
 
 
 def busy_pids(f: Finding) -> list[str]:

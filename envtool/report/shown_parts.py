@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from envtool.protocol.gpu_types import GpuDevice, GpuLayer, GpuProcess, XidEvent
+from envtool.protocol.gpu_types import GpuDevice, GpuLayer, GpuProcess
 from envtool.protocol.limit_types import Limits
 from envtool.protocol.net_types import IbPort, IfSelection, Infiniband, Interface, Network
 from envtool.protocol.rdzv_types import Listen, Reach, RendezvousCheck
@@ -34,9 +34,10 @@ def gpus(layer: GpuLayer | None) -> GpuLayer | None:
         GpuProcess(visible(p.gpu_uuid), p.pid, visible(p.name), _maybe(p.user), p.used_mib)
         for p in layer.processes
     )
-    events = tuple(XidEvent(e.xid, visible(e.pci), visible(e.text), e.seconds)
-                   for e in layer.xid.events)  # fmt: skip
-    xid = replace(layer.xid, why=_maybe(layer.xid.why), events=events)
+    events = tuple(replace(e, pci=visible(e.pci), text=visible(e.text), sub=visible(e.sub),
+                           first_text=visible(e.first_text)) for e in layer.xid.events)  # fmt: skip
+    xid = replace(layer.xid, why=_maybe(layer.xid.why), events=events,
+                  source=visible(layer.xid.source), partial=_maybe(layer.xid.partial))  # fmt: skip
     devices = tuple(_device(d) for d in layer.devices)
     return replace(layer, driver=_maybe(layer.driver), why=_maybe(layer.why), xid=xid,
                    devices=devices, processes=processes)  # fmt: skip

@@ -5,8 +5,9 @@
 
 NVML first (nvml: a forked child abandoned at the deadline), ``nvidia-smi`` where NVML does not
 load (nvsmi), neither: source "none" with why. The holders of each GPU get their user (the
-owner of /proc/PID; null where the pid is not visible), and the kernel log its Xid events
-(xid). A fact that cannot be read is null with the reason; nothing is guessed."""
+owner of /proc/PID; null where the pid is not visible), and the kernel log its Xid records
+(xid: ``ENVTOOL_KERNEL_LOG`` names a log to read instead of this machine's). A fact that
+cannot be read is null with the reason; nothing is guessed."""
 
 from __future__ import annotations
 
@@ -61,8 +62,9 @@ def _read(deadline_s: float) -> tuple[str, dict[str, Any]]:
     return "nvidia-smi", nvsmi.query(smi, max(0.1, end - time.monotonic()))
 
 
-def collect(deadline_s: float = 10.0) -> dict[str, Any]:
-    """The gpus part; never raises for what the node's GPUs or driver do."""
+def collect(deadline_s: float = 10.0, kernel_log: str | None = None) -> dict[str, Any]:
+    """The gpus part; never raises for what the node's GPUs or driver do. ``kernel_log``: the
+    log the Xid records are read from (None: ``ENVTOOL_KERNEL_LOG``, else this machine's)."""
     started = time.monotonic()
     source, body = _read(deadline_s)
     processes = body.get("processes") or []
@@ -78,7 +80,7 @@ def collect(deadline_s: float = 10.0) -> dict[str, Any]:
         "devices": body.get("devices") or [],
         "processes": processes,
         "processes_why": body.get("processes_why"),
-        "xid": xid.read(min(XID_SECONDS, deadline_s)),
+        "xid": xid.read(min(XID_SECONDS, deadline_s), kernel_log),
     }
     doc["seconds"] = round(time.monotonic() - started, 4)
     return doc

@@ -1,97 +1,119 @@
-"""Xid events in the kernel log since boot (``NVRM: Xid (PCI:0000:3b:00): 79, ...``): the
-driver's own record of a GPU fault (79: fallen off the bus; 48, 63, 64, 74, 94, 95: memory
-and NVLink errors). Read from ``/dev/kmsg`` without blocking, else from ``dmesg``; where the
-log is closed to this user (``kernel.dmesg_restrict``) the part says so instead of guessing."""
+"""The ``xid`` part: the NVIDIA driver's Xid records in the kernel log since boot (the
+driver's own record of a GPU fault), read from ``/dev/kmsg`` without blocking, else from
+``dmesg --kernel --raw``; where the log is closed to this user (``kernel.dmesg_restrict``) the part
+says so instead of guessing. Which record is the driver's, and the tally by code and device:
+xid_parse.py. What each code means and what to do about it is envtool's to say
+(envtool/judge/xid_catalog.py): the node only reads.
+
+The log read is a parameter: ``read(path=...)``, or the path in ``ENVTOOL_KERNEL_LOG`` (a file of
+``/dev/kmsg`` records, or another device), read instead of this machine's log and with no
+dmesg after it: how the tests give every node a kernel log of their own."""
 
 from __future__ import annotations
 
 import errno
 import os
-import re
 import shutil
+import stat
 import time
 from typing import Any
 
 from .bounded_run import run_all
 from .gpu_device import visible
+from .xid_parse import Tally, dmesg_records, kmsg_lines
 
-XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]{4,20})\): ([0-9]{1,6})\b")
-MAX_EVENTS = 256  # the newest are kept
-MAX_RECORDS = 200_000
-MAX_BYTES = 32 * 1024 * 1024
-
-
-def event(text: str, seconds: float | None) -> dict[str, Any] | None:
-    """The Xid event a kernel log message records, or None when it records none."""
-    found = XID.search(text)
-    if found is None:
-        return None
-    message = text[found.start() :]
-    return {"xid": int(found.group(2)), "pci": found.group(1), "text": visible(message, 300),
-            "seconds": seconds}  # fmt: skip
+KMSG = "/dev/kmsg"
+VARIABLE = "ENVTOOL_KERNEL_LOG"
+MAX_RECORDS = 400_000
+MAX_BYTES = 64 * 1024 * 1024
 
 
-def kmsg_record(record: str) -> dict[str, Any] | None:
-    """One ``/dev/kmsg`` record (``PRIO,SEQ,USEC,FLAGS;MESSAGE``) as an Xid event, or None."""
-    head, sep, message = record.partition(";")
-    fields = head.split(",")
-    if not sep or len(fields) < 3 or not fields[2].isdigit():
-        return None
-    return event(message.split("\n", 1)[0], int(fields[2]) / 1e6)
+def _part(source: str, tally: Tally, partial: str | None) -> dict[str, Any]:
+    return {"read": True, "why": None, "source": source, "records": tally.records,
+            "ignored": tally.ignored, "dropped": tally.dropped, "partial": partial,
+            "events": tally.events()}  # fmt: skip
 
 
-def dmesg_line(line: str) -> dict[str, Any] | None:
-    """One ``dmesg`` line (``[ 1234.567890] MESSAGE``) as an Xid event, or None."""
-    found = re.match(r"\[\s*([0-9]{1,10}\.[0-9]{1,9})\]", line)
-    return event(line, float(found.group(1)) if found else None)
+def _device(fd: int, tally: Tally, end: float) -> str | None:
+    """Every record of a /dev/kmsg device, one per read; why it stopped early, if it did."""
+    total = 0
+    for n in range(MAX_RECORDS):
+        try:
+            chunk = os.read(fd, 8192)  # one record per read
+        except BlockingIOError:
+            return None  # the end of the log so far
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                continue  # records overwritten while reading: go on with the next
+            raise
+        total += len(chunk)
+        if not chunk:
+            return None
+        if total > MAX_BYTES:
+            return "stopped after %d MiB" % (MAX_BYTES >> 20)
+        if n % 1024 == 0 and time.monotonic() > end:
+            return "stopped after %d records at the deadline" % n
+        tally.add_kmsg(chunk.decode("utf-8", "replace"))
+    return "stopped after %d records" % MAX_RECORDS
 
 
-def _kmsg(path: str, deadline_s: float) -> list[dict[str, Any]]:
-    """Every Xid record in ``path``; OSError when it cannot be opened."""
+def _saved(fd: int, tally: Tally) -> str | None:
+    """Every record of a saved /dev/kmsg (a regular file, one record a line)."""
+    data = os.read(fd, MAX_BYTES + 1)
+    for n, line in enumerate(kmsg_lines(data[:MAX_BYTES].decode("utf-8", "replace"))):
+        if n >= MAX_RECORDS:
+            return "stopped after %d records" % MAX_RECORDS
+        tally.add_kmsg(line)
+    return "stopped after %d MiB" % (MAX_BYTES >> 20) if len(data) > MAX_BYTES else None
+
+
+def _kmsg(path: str, deadline_s: float) -> dict[str, Any]:
+    """The part from ``path``; OSError when it cannot be opened or read."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    events: list[dict[str, Any]] = []
-    end, total = time.monotonic() + deadline_s, 0
+    tally = Tally()
     try:
-        for _ in range(MAX_RECORDS):
-            try:
-                chunk = os.read(fd, 8192)  # one record per read
-            except BlockingIOError:
-                break  # the end of the log so far
-            except OSError as exc:
-                if exc.errno == errno.EPIPE:
-                    continue  # records overwritten while reading: go on with the next
-                raise
-            total += len(chunk)
-            if not chunk or total > MAX_BYTES or time.monotonic() > end:
-                break
-            found = kmsg_record(chunk.decode("utf-8", "replace"))
-            if found is not None:
-                events.append(found)
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            partial = _saved(fd, tally)
+        else:
+            partial = _device(fd, tally, time.monotonic() + deadline_s)
     finally:
         os.close(fd)
-    return events[-MAX_EVENTS:]
+    return _part(path, tally, partial)
 
 
-def _dmesg(deadline_s: float) -> tuple[list[dict[str, Any]] | None, str]:
+def _dmesg(deadline_s: float) -> tuple[dict[str, Any] | None, str]:
+    """The part from ``dmesg --kernel --raw`` (the kernel's records only: util-linux's --raw
+    alone prints a record's level but not its facility when it reads /dev/kmsg, so a record
+    userspace wrote there looks like the kernel's), or None and why not."""
     dmesg = shutil.which("dmesg")
     if dmesg is None:
         return None, "no dmesg on PATH"
-    ran = run_all([[dmesg]], deadline_s)[0]
+    ran = run_all([[dmesg, "--kernel", "--raw"]], deadline_s)[0]
     text = ran.out.decode("utf-8", "replace")
     if ran.failure is not None or ran.rc != 0:
-        first = text.strip().splitlines()[:1] or [ran.failure or ""]
-        return None, "dmesg failed: %s" % visible(first[0], 160)
-    found = [e for e in map(dmesg_line, text.splitlines()) if e is not None]
-    return found[-MAX_EVENTS:], ""
+        said = text.strip().split("\n")[0] or ran.failure or "exit %s" % ran.rc
+        return None, "dmesg failed: %s" % visible(said, 160)
+    tally = Tally()
+    for n, (facility, seconds, message) in enumerate(dmesg_records(text)):
+        if n >= MAX_RECORDS:
+            return _part("dmesg", tally, "stopped after %d records" % MAX_RECORDS), ""
+        tally.add(facility, None, seconds, message)
+    return _part("dmesg", tally, None), ""
 
 
-def read(deadline_s: float = 2.0, path: str = "/dev/kmsg") -> dict[str, Any]:
-    """The ``xid`` part: ``read``, ``why`` (when not read) and ``events``."""
+def read(deadline_s: float = 2.0, path: str | None = None) -> dict[str, Any]:
+    """The ``xid`` part: ``read``, ``why`` (when not read), ``source``, how many ``records``
+    were read, how many named the driver without being its (``ignored``), ``dropped`` and
+    ``partial`` (bounds reached), and one event per Xid code and device. ``path``: the log to
+    read (none: ``ENVTOOL_KERNEL_LOG``, else /dev/kmsg and then dmesg)."""
+    given = path or os.environ.get(VARIABLE) or None
     try:
-        return {"read": True, "why": None, "events": _kmsg(path, deadline_s)}
+        return _kmsg(given or KMSG, deadline_s)
     except OSError as exc:
-        kmsg_why = "%s: %s" % (path, exc.strerror or exc)
-    events, dmesg_why = _dmesg(deadline_s)
-    if events is not None:
-        return {"read": True, "why": None, "events": events}
+        kmsg_why = "%s: %s" % (given or KMSG, exc.strerror or exc)
+    if given is not None:  # a log named on purpose: this machine's own is never read instead
+        return {"read": False, "why": visible(kmsg_why, 300), "events": []}
+    part, dmesg_why = _dmesg(deadline_s)
+    if part is not None:
+        return part
     return {"read": False, "why": visible("%s; %s" % (kmsg_why, dmesg_why), 300), "events": []}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fixtures.kernel_log import Record, recorded, write_kmsg
 from fixtures.nvidia_smi import install
 
 from envtool.doctor import hardware
@@ -39,6 +40,26 @@ def test_an_idle_h100_passes_and_says_what_was_read(smi) -> None:  # type: ignor
     assert step.summary.startswith(
         "1 x NVIDIA H100 80GB HBM3, driver 590.48.01 (read by nvidia-smi)"
     )
+
+
+def test_the_kernel_log_s_xids_and_what_is_not_the_driver_s(  # type: ignore[no-untyped-def]
+    smi, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """NVSentinel's fallen-off-the-bus record, its address changed to the capture's GPU
+    (0000:b3:00.0 → 0000:00:09.0), after a user's tmpfs mount that quoted the driver."""
+    smi("idle")
+    quoted = Record("tmpfs: Unknown parameter 'NVRM: Xid (PCI:0000:00:09): 79'", 3.0, 0, 3)
+    monkeypatch.setenv("ENVTOOL_KERNEL_LOG", str(write_kmsg(tmp_path / "framed", [quoted])))
+    step = hardware.gpus(hardware.this_machine(), 1)
+    assert step.status == PASS and step.summary.endswith(
+        f"(Xid log {tmp_path / 'framed'}: 1 ignored: they name the driver but are not its records)"
+    )
+    fallen = recorded("nvsentinel155-dmesg-fallen-off-bus.txt")[0]
+    fallen = Record(fallen.message.replace("0000:b3:00.0", "0000:00:09.0"), 5.0)
+    monkeypatch.setenv("ENVTOOL_KERNEL_LOG", str(write_kmsg(tmp_path / "fallen", [fallen])))
+    step = hardware.gpus(hardware.this_machine(), 1)
+    assert step.status == FAIL and step.summary.startswith("gpu-xid GPU 0: Xid 79; the last")
+    assert step.fix.startswith("drain the node and reboot it")
 
 
 def test_the_loaded_h100_fails_naming_the_pids_to_stop(smi) -> None:  # type: ignore[no-untyped-def]

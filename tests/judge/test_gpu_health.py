@@ -80,8 +80,10 @@ def test_hardware_xids_by_gpu_and_not_twice() -> None:
     fallen = {"xid": 79, "pci": "PCI:0000:00:09", "text": text, "seconds": 1.0}
     app = {"xid": 13, "pci": "PCI:0000:00:09", "text": "Graphics Engine Exception"}
     found = check([_report(part(events=[fallen, app]))], GpuExpect(), 1)
-    assert _kinds(found) == [(Kind.GPU_XID, "GPU 0", ("n1",))]  # 13 is the application's
-    assert words(found[0]).actual.startswith("Xid 79: NVRM")
+    assert _kinds(found) == [(Kind.GPU_XID, "GPU 0", ("n1",)),  # 13 is the application's
+                             (Kind.GPU_XID_APP, "GPU 0", ("n1",))]  # fmt: skip
+    assert words(found[0]).actual.startswith("Xid 79; the last Xid 79 (GPU has fallen off")
+    assert found[1].severity is Severity.INFO and drain_reason(found) == "envtool: gpu-xid GPU 0"
     dbe = {"xid": 48, "pci": "0000:00:09", "text": "DBE"}
     found = check([_report(part([device(ecc_uncorrected_volatile=1)], events=[dbe]))],
                   GpuExpect(), 1)  # fmt: skip

@@ -282,24 +282,29 @@ def test_the_stand_in_and_the_part_under_python39(tmp_path: Path, shared: Path) 
     assert doc["devices"][0]["name"] == "NVIDIA H200" and len(doc["processes"]) == 3
 
 
-# Xid lines in the form the NVIDIA driver logs them (NVIDIA's Xid catalogue: "NVRM: Xid
-# (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus."); no capture holds one.
+# An Xid line in the form the NVIDIA driver logs it (NVIDIA's Xid catalogue: "NVRM: Xid
+# (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus."); the recordings' own records are
+# read in tests/node/test_xid.py.
 XID_79 = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1912, name=python, GPU has fallen off the bus."
 
 
 def test_xid_events_from_kmsg_records_and_dmesg_lines() -> None:
-    from envtool_node import xid
+    from envtool_node import xid_parse
 
-    found = xid.kmsg_record("3,4711,1234567890,-;" + XID_79 + "\n SUBSYSTEM=pci\n")
-    assert found == {"xid": 79, "pci": "0000:3b:00", "text": XID_79, "seconds": 1234.56789}
-    assert xid.dmesg_line("[ 1234.567890] " + XID_79)["seconds"] == 1234.56789  # type: ignore[index]
-    assert xid.kmsg_record("6,12,99,-;e1000e: eth0 NIC Link is Up") is None
-    assert xid.kmsg_record("garbage\x00\x1b") is None
+    found = xid_parse.kmsg_record("3,4711,1234567890,-;" + XID_79 + "\n SUBSYSTEM=pci\n")
+    assert found == (0, 4711, 1234.56789, XID_79)
+    assert xid_parse.driver_event(XID_79) == (79, "0000:3b:00", "")
+    assert list(xid_parse.dmesg_records("<3>[ 1234.567890] " + XID_79)) == [(0, 1234.56789, XID_79)]
+    assert xid_parse.driver_event("e1000e: eth0 NIC Link is Up") is None
+    assert xid_parse.kmsg_record("garbage\x00\x1b") is None
 
 
 def test_an_unreadable_kernel_log_is_not_read_and_says_why(tmp_path: Path) -> None:
-    code = "import json; from envtool_node import xid; print(json.dumps(xid.read(1.0, %r)))"
-    env = {**os.environ, "PATH": str(tmp_path)}  # no dmesg either
+    """/dev/kmsg absent (here: the reader pointed at a path that is not there) and no dmesg."""
+    code = ("import json; from envtool_node import xid; xid.KMSG = %r; "
+            "print(json.dumps(xid.read(1.0)))")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "ENVTOOL_KERNEL_LOG"}
+    env["PATH"] = str(tmp_path)  # no dmesg either
     argv = [sys.executable, "-c", code % str(tmp_path / "kmsg")]
     out = subprocess.run(argv, cwd=PROBES, env=env, capture_output=True, text=True, timeout=30,
                          check=True)  # fmt: skip

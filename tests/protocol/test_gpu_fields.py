@@ -44,6 +44,13 @@ BAD = [
     ("pid type", {"processes": [{"gpu_uuid": "x", "pid": "11327", "name": "p"}]}),
     ("xid read", {"xid": {"read": "yes", "events": []}}),
     ("xid seconds", {"xid": {"read": True, "events": [{"xid": 79, "seconds": float("inf")}]}}),
+    ("xid count 0", {"xid": {"read": True, "events": [{"xid": 79, "count": 0}]}}),
+    ("xid count text", {"xid": {"read": True, "events": [{"xid": 79, "count": "636"}]}}),
+    ("xid seq", {"xid": {"read": True, "events": [{"xid": 79, "seq": -1}]}}),
+    ("xid first", {"xid": {"read": True, "events": [{"xid": 79, "first_seconds": -1.0}]}}),
+    ("xid sub", {"xid": {"read": True, "events": [{"xid": 79, "sub": {"fatal": 1}}]}}),
+    ("xid records", {"xid": {"read": True, "records": -1, "events": []}}),
+    ("xid ignored", {"xid": {"read": True, "ignored": True, "events": []}}),
     ("too many GPUs", {"devices": [device(index=i) for i in range(65)]}),
 ]
 BAD_DEVICE = [
@@ -62,6 +69,28 @@ BAD_DEVICE = [
     {"unread": ["nvlinks"]},
     {"name": {"a": 1}},
 ]
+
+
+def test_the_xid_tally_is_read_and_an_older_node_s_events_still_are() -> None:
+    """A node of issue 33 sends one event per code and device (count, first, last, sub) and
+    says what it read; one before it sent one event per record with none of that."""
+    tally = {"read": True, "why": None, "source": "/dev/kmsg", "records": 100000, "ignored": 2,
+             "dropped": 0, "partial": None, "events": [
+                 {"xid": 149, "pci": "0019:01:00", "sub": "fatal", "count": 3, "seq": 99,
+                  "text": "NVRM: Xid (PCI:0019:01:00): 149, NETIR Fatal", "seconds": 12.5,
+                  "first_text": "NVRM: Xid (PCI:0019:01:00): 149, NETIR Fatal",
+                  "first_seconds": 1.0, "first_seq": 7}]}  # fmt: skip
+    xid = read_gpus(part(xid=tally)).xid
+    assert (xid.source, xid.records, xid.ignored, xid.dropped) == ("/dev/kmsg", 100000, 2, 0)
+    (e,) = xid.events
+    assert (e.xid, e.sub, e.count, e.seq, e.first_seq, e.first_seconds) == (149, "fatal", 3, 99,
+                                                                             7, 1.0)  # fmt: skip
+    event = {"xid": 79, "pci": "0000:3b:00", "text": "NVRM: Xid", "seconds": 1.0}
+    old = {"read": True, "why": None, "events": [event]}
+    xid = read_gpus(part(xid=old)).xid
+    (e,) = xid.events
+    assert (e.count, e.sub, e.seq, e.first_text, xid.source, xid.records) == (1, "", None, "",
+                                                                              "", 0)  # fmt: skip
 
 
 @pytest.mark.parametrize(("what", "change"), BAD, ids=[w for w, _ in BAD])
