@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import fields, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,15 @@ _GPU_TYPES: dict[str, type] = {"model": str, "count": int, "memory_mib": int,
                                "persistence_required": bool}  # fmt: skip
 
 
+MAX_NUMBER = 2**63 - 1  # a count, MiB or byte threshold past it is no threshold (and 9...9t
+# would be no float: it overflowed)
+
+
+def _whole(item: Any, least: int = 0) -> bool:
+    """A whole number from ``least`` to MAX_NUMBER (a bool is no number)."""
+    return isinstance(item, int) and not isinstance(item, bool) and least <= item <= MAX_NUMBER
+
+
 def _where(path: Path, container: object, key: object = None) -> str:
     return f"{path}:{yamlio.line_of(container, key)}"
 
@@ -35,9 +45,10 @@ def _gpus(value: Any, path: Path) -> GpuExpect:
         if kind is None:
             known = ", ".join(_GPU_TYPES)
             raise InputError(f"{_where(path, value, key)}: unknown key gpus.{key} (known: {known})")
-        bad_int = kind is int and (isinstance(item, bool) or not isinstance(item, int) or item < 0)
+        bad_int = kind is int and not _whole(item)
         if not isinstance(item, kind) or bad_int or (kind is str and not str(item).strip()):
-            what = {str: "a text", int: "a whole number >= 0", bool: "true or false"}[kind]
+            what = {str: "a text", int: "a whole number from 0 to 2^63-1",
+                    bool: "true or false"}[kind]  # fmt: skip
             raise InputError(f"{_where(path, value, key)}: gpus.{key} must be {what}")
         out[str(key)] = item.strip()[:100] if isinstance(item, str) else item
     return GpuExpect(**out)
@@ -55,24 +66,25 @@ def _accept(value: Any, path: Path) -> frozenset[Kind]:
                              "(docs/findings.md lists them)") from None  # fmt: skip
         if kind in NOT_ACCEPTABLE:
             raise InputError(f"{_where(path, value, i)}: accept: {kind.value} cannot be accepted: "
-                             "it says a check did not run, not a known difference")  # fmt: skip
+                             f"{NOT_ACCEPTABLE[kind]}")  # fmt: skip
         kinds.add(kind)
     return frozenset(kinds)
 
 
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
+_SIZE = re.compile(r"(\d{1,20}(?:\.\d{1,20})?)\s*([kmgt]?)(?:i?b)?", re.IGNORECASE)
 
 
 def size_bytes(value: Any) -> int | None:
     """``1GiB``, ``512M``, ``8g`` (binary units, as docker's ``--shm-size``) or a whole number
-    of bytes; None when it is neither."""
+    of bytes, at most MAX_NUMBER; None when it is neither."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return value if value >= 0 else None
+        return value if _whole(value) else None
     match = _SIZE.fullmatch(value.strip()) if isinstance(value, str) else None
     if match is None:
         return None
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    size = int(Fraction(match.group(1)) * _UNITS[match.group(2).lower()])  # exact: no inf
+    return size if size <= MAX_NUMBER else None
 
 
 def _seconds(value: Any) -> bool:
@@ -88,12 +100,13 @@ def _limits(value: Any, path: Path) -> LimitsPolicy:
         where = _where(path, value, key)
         if key == "shm_min" and (size := size_bytes(item)) is not None:
             out["shm_min_bytes"] = size
-        elif key == "nofile_min" and isinstance(item, int) and not isinstance(item, bool):
+        elif key == "nofile_min" and _whole(item, -MAX_NUMBER):
             out["nofile_min"] = max(0, item)
         elif key == "clock_skew_s" and _seconds(item):
             out["clock_skew_s"] = float(item)
         elif key in ("shm_min", "nofile_min", "clock_skew_s"):
-            what = {"shm_min": "a size (1GiB, 512M, or bytes)", "nofile_min": "a whole number",
+            what = {"shm_min": "a size (1GiB, 512M, or bytes) up to 8 EiB",
+                    "nofile_min": "a whole number up to 2^63-1",
                     "clock_skew_s": "seconds above 0"}[key]  # fmt: skip
             raise InputError(f"{where}: limits.{key} must be {what}")
         else:

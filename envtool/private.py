@@ -70,3 +70,15 @@ def own_folder(path: Path, allowed: set[str], what: str) -> None:
             f"{what} {path} holds other files ({', '.join(others[:3])}): python would import "
             "them before the node package's; use an empty folder"
         )
+
+
+def private_folder(path: Path) -> None:
+    """``path`` only its user can enter (0700): made so, or closed when it is this user's and
+    others could read it (a cache holds the repodata of private channels)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        info = path.stat()
+        if info.st_uid == os.getuid() and info.st_mode & 0o077:
+            path.chmod(0o700)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot make it a private folder: {exc.strerror}") from None

@@ -90,7 +90,19 @@ def _build(node: yaml.Node, constructor: Any, budget: _Budget, depth: int = 0) -
         seq.line = node.start_mark.line + 1
         seq.item_lines = [item.start_mark.line + 1 for item in node.value]
         return seq
-    return constructor.construct_object(node, deep=True)
+    try:
+        return constructor.construct_object(node, deep=True)
+    except (ValueError, OverflowError) as exc:  # a 5000-digit int, a date 2024-13-01
+        raise yaml.constructor.ConstructorError(
+            None, None, _unreadable(node, exc), node.start_mark
+        ) from None
+
+
+def _unreadable(node: yaml.Node, exc: Exception) -> str:
+    """Why a scalar could not be made a value (Python's own words name its limits)."""
+    if node.tag.endswith(":int"):
+        return f"a whole number of {len(str(node.value))} characters, too long to read"
+    return f"{str(node.value)[:40]!r} cannot be read as {node.tag.rpartition(':')[2]}: {exc}"
 
 
 def loads(text: str, path: object) -> Any:

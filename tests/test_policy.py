@@ -38,6 +38,17 @@ def test_the_documented_example_loads() -> None:
         ("limits:\n  nofile: 1024\n", ":2: unknown key limits.nofile"),
         ("limits:\n  clock_skew_s: 0\n", ":2: limits.clock_skew_s must be seconds above 0"),
         ("limits:\n  nofile_min: 1e5\n", ":2: limits.nofile_min must be a whole number"),
+        # issue 33 item 5: numbers no threshold can be (exit 3 before) and kinds no site may
+        # accept (a failed all-reduce was "all good")
+        (f"limits:\n  shm_min: {'9' * 400}t\n", ":2: limits.shm_min must be a size"),
+        (f"limits:\n  shm_min: {'9' * 400}\n", ":2: limits.shm_min must be a size"),
+        ("limits:\n  shm_min: 9999999999t\n", ":2: limits.shm_min must be a size"),
+        (f"limits:\n  nofile_min: {'9' * 5000}\n", ":2: invalid YAML: a whole number of 5000"),
+        (f"limits:\n  nofile_min: {'9' * 400}\n", ":2: limits.nofile_min must be a whole"),
+        (f"gpus:\n  memory_mib: {'9' * 400}\n", ":2: gpus.memory_mib must be a whole number"),
+        ("gpus:\n  model: H100\n  when: 2024-13-01\n", ":3: invalid YAML: '2024-13-01' cannot"),
+        ("accept:\n  - gpu-busy\n  - allreduce-failed\n", ":3: accept: allreduce-failed cannot"),
+        ("accept:\n  - allreduce-wrong\n", "it says DDP itself does not work here"),
     ],
 )
 def test_bad_input_names_the_line(tmp_path: Path, text: str, said: str) -> None:

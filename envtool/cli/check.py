@@ -76,13 +76,13 @@ if TYPE_CHECKING:
 @opt.policy
 @click.option(
     "--tolerance",
-    type=click.FloatRange(0.0, 1.0),
+    type=opt.FRACTION,
     default=0.10,
     show_default=True,
     help="Allowed busbw shortfall against --baseline.",
 )
 @opt.fmt("table", "json", "junit")
-@click.option("--output", type=PathArg, help="Write the report here instead of stdout.")
+@click.option("--output", type=opt.OutArg, help="Write the report here instead of stdout.")
 @opt.show_all()
 @click.option(
     "--wide",

@@ -54,7 +54,7 @@ def export(prefix: Path | None, name: str | None, no_builds: bool, fmt: str) -> 
     show_default=True,
     help="Capture the -n calls in a CUDA graph and time N replays (NCCL on GPUs; 0: eager).",
 )
-@click.option("--timeout", type=float, default=300.0, show_default=True, help="Deadline (s).")
+@click.option("--timeout", type=opt.SECONDS, default=300.0, show_default=True, help="Deadline (s).")
 @opt.fmt("table", "json")
 @opt.plot()
 def probe(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,10 +12,26 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+class Finite(click.FloatRange):
+    """click's FloatRange without ``nan`` (it compares false with every bound, so click's
+    range let it through) or an infinity (``1e400`` reads as one)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """The number, or click's usage error (exit 2) naming the option."""
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
+
+MAX_SECONDS = 7 * 86400.0  # a week: a deadline past it is a typo (and 1e12 s overflows time_t)
 PathArg = click.Path(path_type=Path)
-SECONDS = click.FloatRange(min=1.0)
+OutArg = click.Path(path_type=Path, dir_okay=False)  # a file written: a folder there is exit 2
+SECONDS = Finite(min=1.0, max=MAX_SECONDS)
 COUNT = click.IntRange(min=0)
-GBPS = click.FloatRange(min=0.0)
+GBPS = Finite(min=0.0)
+FRACTION = Finite(0.0, 1.0)
 PORT = click.IntRange(1, 65535)
 ALLREDUCE_ARGS = "-b 8 -e 32M -f 4 -n 10 -w 2"
 
@@ -114,7 +131,7 @@ def show_all() -> Callable[[F], F]:
 def plot() -> Callable[[F], F]:
     """``--plot FILE.png``."""
     return click.option(
-        "--plot", type=PathArg, help="Also draw busbw against message size into this PNG."
+        "--plot", type=OutArg, help="Also draw busbw against message size into this PNG."
     )
 
 
@@ -189,7 +206,7 @@ def cluster_checks(allreduce: str, timeout: float) -> Callable[[F], F]:
         click.option(
             "--junit",
             "junit_file",
-            type=PathArg,
+            type=OutArg,
             help="Also write a JUnit report here (whatever --format is).",
         ),
     )

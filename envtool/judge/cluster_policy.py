@@ -23,12 +23,16 @@ class GpuExpect:
     persistence_required: bool = True
 
 
-# Never accepted: each says a check did not run or a node's answer could not be judged, so
-# "known difference" would turn "not checked" into a pass
-NOT_ACCEPTABLE = frozenset({
-    Kind.UNREACHABLE, Kind.ENV_MISSING, Kind.PROBE_FAILED, Kind.NOT_CHECKED,
-    Kind.RECORD_UNREADABLE, Kind.RDZV_LATE,
-})  # fmt: skip
+_UNCHECKED = "it says a check did not run, not a known difference"
+_DDP_BROKEN = "it says DDP itself does not work here, not a known difference"
+# Never accepted, and why: each says a check did not run or a node's answer could not be
+# judged ("known difference" would turn "not checked" into a pass), or that the all-reduce
+# itself failed or summed wrong (it would turn a broken DDP run into "all good")
+NOT_ACCEPTABLE: dict[Kind, str] = {
+    Kind.UNREACHABLE: _UNCHECKED, Kind.ENV_MISSING: _UNCHECKED, Kind.PROBE_FAILED: _UNCHECKED,
+    Kind.NOT_CHECKED: _UNCHECKED, Kind.RECORD_UNREADABLE: _UNCHECKED, Kind.RDZV_LATE: _UNCHECKED,
+    Kind.ALLREDUCE_FAILED: _DDP_BROKEN, Kind.ALLREDUCE_WRONG: _DDP_BROKEN,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 The interpreter, torch, NCCL, CUDA in any packaging, cuDNN and MPI decide whether ranks can
 run together; a differing ``anyio`` does not. Package findings about other packages are
 warnings and fold into counts in the reports (``--all`` lists them); every finding that is
-not about a package (runtime, consistency, GPU, all-reduce, reachability) is critical.
+not about a package (runtime, consistency, GPU, all-reduce, reachability) is critical. An
+error about another package (its record unreadable, the package missing) fails a run all
+the same: a report lists it after the critical ones, never in a count.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 from collections.abc import Iterable
 
 from envtool.judge.cuda import SPLIT
-from envtool.judge.findings import Check, Finding, Kind
+from envtool.judge.findings import Check, Finding, Kind, Severity
 from envtool.judge.rules import check_of
 
 NAMES = frozenset(
@@ -62,13 +64,18 @@ def ordered(findings: Iterable[Finding]) -> list[Finding]:
     )
 
 
-def split(findings: Iterable[Finding], show_all: bool) -> tuple[list[Finding], dict[str, int]]:
-    """The findings a report lists (all critical ones, and the rest with ``show_all``) and
-    how many of each kind it folds into a count."""
+def split(
+    findings: Iterable[Finding], show_all: bool, fold_errors: bool = False
+) -> tuple[list[Finding], dict[str, int]]:
+    """The findings a report lists (all critical ones and every error, and the rest with
+    ``show_all``) and how many of each kind it folds into a count; ``fold_errors``: an
+    ordinary package's errors are counted too (``envtool diff``: a side's missing packages are
+    differences, not failures, 519 of them between two real locks)."""
     shown: list[Finding] = []
     folded: dict[str, int] = {}
     for f in ordered(findings):
-        if show_all or finding(f):
+        failing = f.severity is Severity.ERROR and not fold_errors
+        if show_all or failing or finding(f):
             shown.append(f)
         else:
             label = f"{f.kind.value} ({f.severity.value})"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
+from envtool import private
 from envtool.errors import InputError, InstallError, ProblemFound
 from envtool.lock import filelock, lockfile, pin, pip_install, secrets, sources
 from envtool.lock.lockfile import LockedPackage, Lockfile
@@ -129,6 +130,7 @@ def _install_conda(packages: list[LockedPackage], options: InstallOptions, cache
 
     verify_local_archives(packages)
     records = [_record(p) for p in packages]
+    private.private_folder(cache / "pkgs")  # a private channel's packages
     try:
         asyncio.run(
             install(

@@ -8,14 +8,16 @@ it (conda-lock's rule); one that no variable holds is refused: envtool never wri
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from envtool.errors import InputError
 
@@ -83,18 +85,41 @@ def expand(url: str, environ: Mapping[str, str] | None = None) -> str:
     return _VAR.sub(value, url)
 
 
-def retemplate(
-    url: str, channels: tuple[str, ...], environ: Mapping[str, str] | None = None
-) -> str:
-    """A package URL that came back expanded (from a solver), with its channel's templated
-    base in place of the expanded one."""
-    for channel in channels:
-        if not used_vars(channel):
-            continue
-        full = expand(channel, environ).rstrip("/")
-        if url.startswith(full + "/"):
-            return channel.rstrip("/") + url[len(full) :]
-    return url
+@dataclass(frozen=True)
+class Access:
+    """A channel as rattler is given it: ``bare``, the URL without ``user:password@`` or
+    ``/t/token`` (the one its repodata cache records), and, in memory only, the URL its
+    requests go to (the token in its path) and their ``Authorization`` header."""
+
+    bare: str
+    target: str
+    authorization: str | None = None
+
+
+def access(url: str, environ: Mapping[str, str] | None = None) -> Access:
+    """A (templated) channel URL split into what rattler may record and the credentials its
+    requests carry: a header and a rewritten path, as rattler's authentication storage does,
+    never a URL that holds them (InputError naming a variable that is not set)."""
+    env = os.environ if environ is None else environ
+    rest, authorization = url.rstrip("/"), None
+    m = _USERINFO.match(rest)
+    if m:
+        user, pw = (unquote(expand(part or "", env)) for part in (m.group("user"), m.group("pw")))
+        authorization = "Basic " + base64.b64encode(f"{user}:{pw}".encode()).decode("ascii")
+        rest = m.group("scheme") + rest[m.end() :]
+    t = _TOKEN.search(rest)
+    bare = rest[: t.start()] + rest[t.end() :] if t else rest
+    return Access(expand(bare, env), expand(rest, env), authorization)
+
+
+def authorization(accesses: list[Access], host: str, path: str) -> dict[str, str] | None:
+    """The header a request to ``host`` and ``path`` carries: its channel's credentials."""
+    for one in accesses:
+        parts = urlsplit(one.bare)
+        prefix = parts.path.rstrip("/") + "/"
+        if one.authorization and parts.hostname == host.lower() and path.startswith(prefix):
+            return {"Authorization": one.authorization}
+    return None
 
 
 def mask(text: str) -> str:
@@ -135,7 +160,7 @@ def scrub_records(prefix: Path, bases: Mapping[str, str]) -> None:
 
 def scrub_json(paths: list[Path], bases: Mapping[str, str]) -> None:
     """Each JSON file of ``paths`` that holds an expanded channel base, written again with
-    the template in its place (conda-meta records, the repodata cache's .info.json)."""
+    the template in its place (the conda-meta records rattler's install writes)."""
     if not bases:
         return
     from envtool.yamlio import write_atomic

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from envtool import private
 from envtool.errors import InputError, SolveError
 from envtool.lock import secrets
 from envtool.lock.lockfile import LockedPackage
@@ -74,19 +75,17 @@ class RattlerSolver:
     async def _solve_all(self, request: SolveRequest, specs: list[Any]) -> list[LockedPackage]:
         from rattler import Channel, Gateway
 
-        gateway = Gateway(cache_dir=request.cache_dir / "repodata")
-        channels = [  # a channel's credentials filled in here, in memory only
-            Channel(secrets.expand(source_channel(c, request.mirrors)))
-            for c in request.env.channels
+        private.private_folder(request.cache_dir / "repodata")  # a private channel's repodata
+        accesses = [
+            secrets.access(source_channel(c, request.mirrors)) for c in request.env.channels
         ]
+        gateway = Gateway(cache_dir=request.cache_dir / "repodata", client=_client(accesses))
+        channels = [Channel(a.bare) for a in accesses]  # no credentials in what it caches
+        bases = _lock_bases(request, accesses)
         out: list[LockedPackage] = []
-        try:
-            for platform in request.platforms:
-                records = await self._solve_one(request, gateway, channels, specs, platform)
-                out.extend(_to_locked(r, platform, request) for r in records)
-        finally:  # the gateway's cache notes each URL it read: templates there too
-            cached = sorted((request.cache_dir / "repodata").glob("*.info.json"))
-            secrets.scrub_json(cached, secrets.bases(request.env.channels))
+        for platform in request.platforms:
+            records = await self._solve_one(request, gateway, channels, specs, platform)
+            out.extend(_to_locked(r, platform, bases) for r in records)
         return out
 
     async def _solve_one(
@@ -146,12 +145,40 @@ def canonical_url(url: str, channels: tuple[str, ...], mirrors: Mapping[str, str
     return url
 
 
-def _to_locked(record: Any, platform: str, request: SolveRequest) -> LockedPackage:
-    url = canonical_url(
-        secrets.retemplate(str(record.url), request.env.channels),
-        request.env.channels,
-        request.mirrors,
-    )  # the channel's ${VAR} template back in place of its credentials
+def _client(accesses: list[secrets.Access]) -> Any:
+    """rattler's client for channels behind credentials (None: its default): each request
+    gets its channel's Authorization header and its token path in memory, as rattler's
+    authentication middleware adds them, so no URL rattler caches holds a secret."""
+    from rattler.networking import AddHeadersMiddleware, Client, MirrorMiddleware
+
+    tokens = {f"{a.bare}/": [f"{a.target}/"] for a in accesses if a.target != a.bare}
+    if not tokens and not any(a.authorization for a in accesses):
+        return None
+    return Client(
+        [
+            AddHeadersMiddleware(lambda host, path: secrets.authorization(accesses, host, path)),
+            MirrorMiddleware(tokens),
+        ]
+    )
+
+
+def _lock_bases(request: SolveRequest, accesses: list[secrets.Access]) -> dict[str, str]:
+    """Each source's bare URL (the solver's records start with it) → what the lock records in
+    its place: the channel as written (a ``${VAR}`` template), or its canonical URL for a
+    mirror; the longest first."""
+    bases = {}
+    for channel, one in zip(request.env.channels, accesses, strict=True):
+        mirrored = source_channel(channel, request.mirrors) != channel.rstrip("/")
+        bases[one.bare] = base_url(channel) if mirrored else channel.rstrip("/")
+    return dict(sorted(bases.items(), key=lambda kv: -len(kv[0])))
+
+
+def _to_locked(record: Any, platform: str, bases: Mapping[str, str]) -> LockedPackage:
+    url = str(record.url)
+    for bare, base in bases.items():
+        if url.startswith(bare + "/"):
+            url = base + url[len(bare) :]
+            break
     if not record.md5:
         raise InputError(f"{url}: the channel's record has no md5, which conda-lock v1 requires")
     return LockedPackage(

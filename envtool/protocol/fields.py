@@ -15,8 +15,18 @@ _IDS = {  # what tells machines apart (envtool_node/facts.py: machine_ids)
 }
 
 
+_TOO_LONG = re.compile(r"[:\[,]\s*-?(\d{300,})")  # in a value's place (the largest float: 309)
+
+
 class Malformed(ValueError):
     """A document (or a part of one) that does not have the shape its schema promises."""
+
+
+def long_number_line(text: str) -> int:
+    """The line of the first number in a JSON text too long to be a float (JSON reads it as
+    an int, ``float()`` raises OverflowError on it); 0 when there is none."""
+    found = _TOO_LONG.search(text)
+    return text.count("\n", 0, found.start(1)) + 1 if found else 0
 
 
 def string(doc: dict[str, Any], key: str, limit: int = 200) -> str | None:

@@ -43,7 +43,7 @@ def render(
     if c.identical and not (a.specs or b.specs):
         lines.append(f"identical: {a.source} ({len(a.packages)} packages) and {b.source}")
     elif not c.identical:
-        shown, folded = critical.split(c.differences, show_all)
+        shown, folded = critical.split(c.differences, show_all, fold_errors=True)
         lines.append(f"{plural(len(c.differences), 'difference')}: A={a.source} (expected), "
                      f"B={b.source} (found)")  # fmt: skip
         lines += _blocks(shown, width)

@@ -5,15 +5,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from envtool.judge.findings import Finding, Kind, Severity
+from envtool.judge.findings import Check, Finding, Kind, Severity
+from envtool.judge.rules import check_of
+from envtool.lock.names import why_bad_name
 from envtool.report.gpu_labels import busy_pids, drain_reason, drain_text
 
 
+def _subject(f: Finding) -> str:
+    """A package finding's subject is a node's file text: said only when it is a package name
+    (a record's ``name`` could read "all GPUs healthy" in the reason)."""
+    if check_of(f.kind) is Check.LOCK and why_bad_name(f.subject):
+        return "(not a package name)"
+    return f.subject
+
+
 def _said(f: Finding) -> str:
+    said = f"{f.kind.value} {_subject(f)}"
     if f.kind is Kind.GPU_BUSY:  # the pids, so the admin knows what to stop
         pids = ",".join(busy_pids(f))
-        return f"{f.kind.value} {f.subject} pid {pids}" if pids else f"{f.kind.value} {f.subject}"
-    return f"{f.kind.value} {f.subject}"
+        return f"{said} pid {pids}" if pids else said
+    return said
 
 
 def reason(findings: Iterable[Finding]) -> str:

@@ -35,9 +35,24 @@ MAX_SKIPPED = 1000  # unreadable records listed in a document (the rest are not)
 MAX_RECORD = 64 * 2**20  # bytes in one conda-meta JSON file (the largest real ones: a few MB)
 
 
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    if code < 0x100:
+        return "\\x%02x" % code
+    return "\\u%04x" % code if code < 0x10000 else "\\U%08x" % code
+
+
+def shown(text: str) -> str:
+    """``text`` with each unprintable character as its escape (envtool/report/text.py's rule):
+    a file name's ESC or BEL never reaches the terminal that reads this stderr."""
+    return (
+        text if text.isprintable() else "".join(c if c.isprintable() else _escape(c) for c in text)
+    )
+
+
 def warn(message: str) -> None:
-    """A file conda would ignore (it says so on stderr too)."""
-    print(f"export.py: warning: {message}", file=sys.stderr)
+    """A file conda would ignore (it says so on stderr too), made visible."""
+    print(f"export.py: warning: {shown(message)}", file=sys.stderr)
 
 
 class Record:

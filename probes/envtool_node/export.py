@@ -29,6 +29,7 @@ from .conda_meta import (
     Record,
     load_conda_records,
     load_env_vars,
+    shown,
 )
 from .schema import EXPORT
 from .site_packages import VCS, add_site_packages
@@ -186,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         doc = export_prefix(prefix, args.name, args.no_builds, args.ignore_channels, with_yaml=True)
     except ExportError as exc:
-        print(f"export.py: error: {exc}", file=sys.stderr)
+        print(f"export.py: error: {shown(str(exc))}", file=sys.stderr)
         return 2
     if args.format == "json":
         sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")

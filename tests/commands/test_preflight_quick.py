@@ -151,3 +151,59 @@ def test_drain_reason_without_quick_is_a_usage_error(node: Node) -> None:
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=60,
                          check=False)  # fmt: skip
     assert out.returncode == 2 and "--quick" in out.stderr
+
+
+ESCAPES = "\x1b]0;pwned\x07\x1b[2J"  # retitles the terminal, clears it
+
+
+def _hostile_records(node: Node, root: Path) -> Path:
+    """The node's prefix with numpy's record under a file name holding ESCAPES, and pytorch's
+    whose ``name`` reads like a verdict (issue 33 item 5)."""
+    prefix = root / "env"
+    shutil.copytree(node.prefix, prefix)
+    (numpy,) = (prefix / "conda-meta").glob("numpy-*.json")
+    numpy.rename(numpy.with_name(numpy.stem + ESCAPES + ".json"))
+    (torch,) = (prefix / "conda-meta").glob("pytorch-2*.json")
+    text = torch.read_text()
+    torch.write_text(text.replace('"name": "pytorch"', '"name": "all GPUs ok, keep"', 1))
+    return prefix
+
+
+def test_a_record_file_names_escapes_and_text_never_reach_the_terminal_or_reason(
+    node: Node, tmp_path: Path
+) -> None:
+    """A conda-meta file name's ESC and BEL are shown as escapes by preflight --quick and
+    doctor (the node code's warning went to stderr raw), and a record's own text is no drain
+    reason (it was "envtool: record-unreadable all GPUs ok, keep")."""
+    prefix = _hostile_records(node, tmp_path)
+    seen = ""
+    for args in ((), ("--drain-reason",)):
+        code, out, err = node.quick(node.smi("idle"), "--prefix", str(prefix), *args)
+        assert code == 1, (out, err)
+        seen += out + err
+    assert out.startswith("envtool: record-unreadable (not a package name) (+"), out
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "CONDA_"))}
+    env.update(ENVTOOL_NVML_LIBRARY=NO_NVML, ENVTOOL_CACHE_DIR=str(tmp_path / "cache"))
+    argv = [sys.executable, "-m", "envtool", "doctor", "--lockfile", str(node.lock),
+            "--prefix", str(prefix), "--no-ddp", "--min-gpus", "0"]  # fmt: skip
+    doctor = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=120, check=False)  # fmt: skip
+    assert doctor.returncode == 1, doctor.stdout + doctor.stderr
+    seen += doctor.stdout + doctor.stderr
+    assert "\x1b" not in seen and "\x07" not in seen
+    assert seen.count("\\x1b]0;pwned\\x07\\x1b[2J.json") >= 3, seen  # the file still named
+
+
+def test_an_unreadable_ordinary_record_is_listed_never_folded_away(
+    node: Node, tmp_path: Path
+) -> None:
+    """numpy decides no DDP run, but its unreadable record is an error: the report lists it,
+    not "and 1 more about other packages: 1 record-unreadable (error)" (issue 33 item 5)."""
+    prefix = tmp_path / "env"
+    shutil.copytree(node.prefix, prefix)
+    (numpy,) = (prefix / "conda-meta").glob("numpy-*.json")
+    numpy.rename(numpy.with_name(numpy.stem + "~.json"))
+    code, out, err = node.quick(node.smi("idle"), "--prefix", str(prefix))
+    assert code == 1, (out, err)
+    assert "· record-unreadable · numpy" in out, out
+    assert "(error)" not in out  # no error among the counts

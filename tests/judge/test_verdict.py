@@ -193,3 +193,16 @@ def test_a_taken_rendezvous_port_is_the_finding_not_the_nodes() -> None:
     assert [(f.kind, f.hosts) for f in found] == [(Kind.RDZV_PORT_TAKEN, ("a",))]
     assert found[0].expected == "port 29400 free for envtool's store" and found[0].actual == why
     assert found[0].follows == 1  # b's failure
+
+
+def test_no_policy_makes_a_failed_all_reduce_info() -> None:
+    """Even a ClusterPolicy made in code (policy.py refuses it in a file) cannot accept a
+    failed or wrong all-reduce; an acceptable kind beside it becomes info (issue 33 item 5)."""
+    from envtool.judge.cluster_policy import ClusterPolicy
+    from envtool.judge.findings import Finding
+
+    kinds = (Kind.ALLREDUCE_FAILED, Kind.ALLREDUCE_WRONG, Kind.GPU_BUSY)
+    found = [Finding(k, Severity.ERROR, "all-reduce", hosts=("n1",)) for k in kinds]
+    policy = ClusterPolicy(accept=frozenset(kinds))
+    after = [f.severity for f in verdict.accepted(found, policy)]
+    assert after == [Severity.ERROR, Severity.ERROR, Severity.INFO]

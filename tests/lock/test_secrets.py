@@ -34,8 +34,21 @@ def test_expand_fills_in_memory_and_names_a_missing_variable_not_a_value() -> No
     assert secrets.expand(url, ENV) == "https://bob:hunter2@conda.lab/ddp"
     with pytest.raises(InputError, match="LAB_CHANNEL_PASSWORD is not set"):
         secrets.expand(url, {"LAB_CHANNEL_USER": "bob"})
-    back = secrets.retemplate("https://bob:hunter2@conda.lab/ddp/noarch/a.conda", (url,), ENV)
-    assert back == url + "/noarch/a.conda"
+
+
+def test_access_keeps_credentials_out_of_the_url_rattler_records() -> None:
+    url = "https://${LAB_CHANNEL_USER}:${LAB_CHANNEL_PASSWORD}@conda.lab/t/${LAB_REPO_TOKEN}/ddp/"
+    one = secrets.access(url, ENV)
+    assert one.bare == "https://conda.lab/ddp"  # what rattler is given and caches
+    assert one.target == "https://conda.lab/t/tk-123/ddp"  # where its requests go, in flight
+    assert one.authorization == "Basic Ym9iOmh1bnRlcjI="  # bob:hunter2
+    assert secrets.authorization([one], "conda.lab", "/ddp/noarch/repodata.json") == {
+        "Authorization": one.authorization
+    }
+    assert secrets.authorization([one], "conda.lab", "/other/repodata.json") is None
+    assert secrets.authorization([one], "elsewhere", "/ddp/repodata.json") is None
+    public = secrets.access("https://conda.anaconda.org/conda-forge", {})
+    assert public == secrets.Access("https://conda.anaconda.org/conda-forge", public.bare)
 
 
 def test_mask_hides_passwords_and_tokens_but_not_templates() -> None:

@@ -4,10 +4,13 @@ the secret, which is filled in only in memory to fetch (issue 24 item 1)."""
 
 from __future__ import annotations
 
+import base64
+import stat
 from pathlib import Path
 
 import pytest
 from conftest import ENV_TEMPLATE, Project, serve
+from fixtures.authserve import behind_a_password
 
 SECRET, PASSWORD = "tk-5ecret-123", "hunter2-5ecret"
 
@@ -51,6 +54,42 @@ def test_the_lock_and_the_records_hold_templates_never_the_secret(
     # the templated channel is read back everywhere (was: "Port could not be cast", exit 3)
     code, out, err = project.run("diff", str(project.lock), str(prefix))
     assert code == 0 and out.startswith("identical: "), out + err
+
+
+def test_a_private_channel_is_read_with_credentials_no_cached_file_holds(
+    behind_a_token: Path, project: Project, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A channel that answers only with the password, at /t/<token>/ (issue 33 item 5):
+    lock passes both as rattler's authentication does (a header, the token put in the path
+    in flight), so no file in the cache holds either (rattler's .shards-cache-v1 held the
+    whole expanded URL, 0644 in a 0755 folder), and the cache's folders are closed (0700),
+    one an older envtool left open too."""
+    monkeypatch.setenv("LAB_REPO_TOKEN", SECRET)
+    monkeypatch.setenv("LAB_CHANNEL_PASSWORD", PASSWORD)
+    (project.cache / "repodata").mkdir(parents=True)
+    (project.cache / "repodata").chmod(0o755)
+    log = tmp_path / "requests.log"
+    with behind_a_password(behind_a_token, "bob", PASSWORD, log) as url:
+        literal = f"http://bob:{PASSWORD}@{url.removeprefix('http://')}/t/{SECRET}/lab"
+        project.write_env(ENV_TEMPLATE.format(channel=literal))
+        code, _, err = project.run("lock")
+        assert code == 0, err
+        code, _, err = project.run("install", "--prefix", str(project.root / "env"))
+        assert code == 0, err
+    requests = log.read_text().splitlines()
+    assert requests and all(line.endswith(" auth") for line in requests), requests
+    assert f"GET /t/{SECRET}/lab/linux-64/repodata.json auth" in requests
+    header = base64.b64encode(f"bob:{PASSWORD}".encode())
+    held = [
+        p
+        for p in project.cache.rglob("*")
+        if p.is_file()
+        and any(s in p.read_bytes() for s in (SECRET.encode(), PASSWORD.encode(), header))
+    ]
+    assert held == [], held
+    for folder in ("repodata", "pkgs"):
+        assert stat.S_IMODE((project.cache / folder).stat().st_mode) == 0o700, folder
+    assert "/t/${LAB_REPO_TOKEN}/lab/linux-64/" in project.lock.read_text()
 
 
 def test_a_literal_secret_no_variable_holds_is_refused_unshown(
