@@ -56,6 +56,12 @@ def bundle() -> bytes:
     return buf.getvalue()
 
 
+def payload(token: str, shared: bool = False) -> bytes:
+    """What a node's stdin gets (nodescript.node_script): the run's token on a line, then the
+    bundle (``shared``: none, the package waits in --bundle-dir)."""
+    return token.encode("ascii") + b"\n" + (b"" if shared else bundle())
+
+
 def digest() -> str:
     """sha256 over the package's files in name order, as a node checks it: ``cat
     envtool_node/*.py | sha256sum`` with LC_ALL=C."""

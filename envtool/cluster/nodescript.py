@@ -1,4 +1,5 @@
-"""The POSIX sh a node runs: bundle from stdin → private temp dir → the node package → cleanup.
+"""The POSIX sh a node runs: the run's token and the bundle from stdin → private temp dir → the
+node package → cleanup.
 
 It picks the environment's python (``--prefix``, else the lock's env name under conda's env
 dirs, else ``$CONDA_PREFIX``), runs ``python -B -m envtool_node`` under ``timeout`` from the
@@ -150,14 +151,23 @@ _TMP_CHECK = (
 
 
 def node_script(options: FanoutOptions) -> str:
-    """The POSIX sh the node runs: bundle from stdin → temp dir → envtool_node → cleanup."""
+    """The POSIX sh the node runs: token and bundle from stdin (bundle.payload) → temp dir →
+    envtool_node → cleanup."""
     limit = max(1, int(options.timeout))
     args = " ".join(quote(a) for a in options.node_args)
     # The run's one private folder $x, which the EXIT trap removes: the bundle (unless shared)
     # and, as the probe's TMPDIR, $x/tmp: every temp file of the node side (torchrun's log
     # dir, the facts and result folders, torch's own) goes with it.
+    # the run's token, the first line on stdin (never argv, which every local user reads in
+    # /proc): the node's rendezvous greetings carry it, so nobody else's count (reach.py)
+    # (the node package checks its form: no "!" here, which tcsh expands even in quotes)
+    token = (
+        'IFS= read -r v || v=; [ -n "$v" ] || '
+        + _refuse("no run token on stdin", schemas.EXIT_NO_BUNDLE)
+        + "; "
+    )
     fetch = (
-        f"{_TMP_CHECK}"
+        f"{token}{_TMP_CHECK}"
         'x=$(mktemp -d "$tp/envtool.XXXXXXXX") && mkdir "$x/tmp" || exit '
         f"{schemas.EXIT_NO_TEMP_DIR}; "
     )
@@ -175,8 +185,8 @@ def node_script(options: FanoutOptions) -> str:
         f'if command -v timeout >/dev/null 2>&1; then t="timeout -k 5 {limit}"; else t=; fi; '
         # absolute paths: the package runs from the temp dir, a relative --prefix must not move
         'b=$(cd "$(dirname "$py")" && pwd) && py="$b/${py##*/}"; p=$(cd "$b/.." && pwd); '
-        f'(cd "$d" && export TMPDIR="$x/tmp" && exec $t "$py" -B -m envtool_node --prefix "$p" '
-        f"{args}) & k=$!; "
+        f'(cd "$d" && TMPDIR="$x/tmp" && {schemas.TOKEN_VAR}="$v" && export TMPDIR '
+        f'{schemas.TOKEN_VAR} && exec $t "$py" -B -m envtool_node --prefix "$p" {args}) & k=$!; '
         f"{_WATCHDOG}"
         # dash reports a job killed by a signal ("Terminated") on stderr: with the connection
         # gone that write would kill this shell by SIGPIPE before its EXIT trap cleans up

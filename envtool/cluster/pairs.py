@@ -112,6 +112,9 @@ def _one(pair: tuple[Host, Host], number: int, slot: int, how: How) -> PairRun:
     options = replace(how.fan, node_args=("--allreduce-only", *node), rdzv_host=a.label)
     reports = survey.survey([a, b], options)
     result, error, by = _result(reports)
+    # the partner's own figures of the same run: the pair's figure is checked at both ends
+    echo = [r.allreduce.peak_busbw for r in reports
+            if r.host != by and r.allreduce is not None and r.allreduce.member]  # fmt: skip
     taken = [r for r in reports if r.allreduce is not None and r.allreduce.cause]
     if taken:  # the pair's store could not be envtool's: that, not the pair, is the finding
         ar = taken[0].allreduce
@@ -119,7 +122,8 @@ def _one(pair: tuple[Host, Host], number: int, slot: int, how: How) -> PairRun:
     else:
         cause = ""
     seconds = time.monotonic() - start
-    return PairRun(a.label, b.label, number, result, error, seconds, by, cause)
+    partner = echo[0] if echo and result is not None else None
+    return PairRun(a.label, b.label, number, result, error, seconds, by, cause, partner)
 
 
 def _round(pairs: list[tuple[Host, Host]], number: int, how: How) -> list[PairRun]:
@@ -183,16 +187,22 @@ def confirm(
     return PairsRun(tuple(pairs), rounds, run.seconds + time.monotonic() - start)
 
 
-def run(mode: str, answered: Sequence[Host], how: How, policy: GpuPolicy) -> PairsRun:
+def run(
+    mode: str, answered: Sequence[Host], how: How, policy: GpuPolicy,
+    links: judge.Ceilings | None = None,
+) -> PairsRun:  # fmt: skip
     """``pairs``: every pair, round by round; ``bisect``: one matching, then each suspect
     beside a good node (judge/pairs.next_round) until the slow node is named. A pair that was
-    slow beside the others of its round is measured once more, alone."""
+    slow beside the others of its round is measured once more, alone. ``links``: each node's
+    most credible busbw (judge/pairs.ceilings), so no inflated figure steers the rounds."""
     if mode == "bisect":
         done = measure(answered, how, rounds(len(answered))[:1])
         labels = [h.label for h in answered]
-        while done.rounds < len(answered) and (step := judge.next_round(done, policy, labels)):
+        while done.rounds < len(answered) and (
+            step := judge.next_round(done, policy, labels, links)
+        ):
             done = more(done, [step], answered, how)
     else:
         done = measure(answered, how)
-    suspects = judge.suspect_links(done, policy)
+    suspects = judge.suspect_links(done, policy, links)
     return confirm(done, suspects, answered, how) if suspects else done

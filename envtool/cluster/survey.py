@@ -3,6 +3,7 @@ the transport's fan-out, and each answer read into a HostReport."""
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -49,10 +50,11 @@ def survey(
     on_done: Callable[[Answer], None] | None = None,
 ) -> list[HostReport]:
     """Every host's report, in the hosts' order."""
-    payload = bundle.bundle()
+    token = secrets.token_hex(16)  # this run's: only its nodes' greetings count (reach.py)
+    payload = bundle.payload(token, shared=bool(options.bundle_dir))
     if options.bundle_dir:
         bundle.write_bundle(Path(options.bundle_dir))
-        options, payload = replace(options, bundle_digest=bundle.digest()), b""
+        options = replace(options, bundle_digest=bundle.digest())
     if options.transport == "slurm":
         return slurm.run_slurm(hosts, options, payload)
     return [host_report(a) for a in fanout.run_all(hosts, options, payload, on_done)]

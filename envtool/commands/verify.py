@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -21,6 +22,7 @@ from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import check_ssh_options, host_has_nvidia_gpus
 from envtool.errors import InputError
 from envtool.judge import gpu, verdict
+from envtool.judge import pairs as judge_pairs
 from envtool.judge.cluster_policy import ClusterPolicy
 from envtool.judge.findings import exit_code
 from envtool.judge.limits import CONTAINER, Runtime
@@ -55,8 +57,12 @@ class VerifyArgs:
     policy_path: Path | None = None  # --policy FILE (envtool/policy.py)
 
 
-def baseline_busbw(path: Path) -> float:
-    """The peak busbw of an earlier envtool JSON report, or of an nccl-tests log."""
+Baseline = tuple[float, tuple[tuple[str, float], ...]]  # the median node's, and each node's
+
+
+def baseline_busbw(path: Path) -> Baseline:
+    """The peak busbw of an earlier envtool JSON report (each node's own, and the median of
+    them: no node's claim sets another's floor), or of an nccl-tests log."""
     from envtool.nccl.model import peak_busbw
     from envtool.nccl.parse import parse_all_reduce
     from envtool.protocol import verify_report
@@ -64,15 +70,16 @@ def baseline_busbw(path: Path) -> float:
     text = yamlio.read_text(path, "baseline")
     if text.lstrip().startswith("{"):
         doc = verify_report.loads(text, str(path))
-        values = [h.allreduce.peak_busbw for h in doc.hosts if h.allreduce is not None]
-        peaks = [v for v in values if v is not None]
+        peaks = tuple((h.host, h.allreduce.peak_busbw) for h in doc.hosts
+                      if h.allreduce is not None and h.allreduce.peak_busbw is not None
+                      and not h.allreduce.member)  # fmt: skip
         if not peaks:
             raise InputError(f"{path}: the report holds no all-reduce result")
-        return max(peaks)
+        return statistics.median_low([v for _, v in peaks]), peaks
     peak = peak_busbw(parse_all_reduce(text, str(path)).rows, min_bytes=0)  # its all_reduce run
     if peak is None:
         raise InputError(f"{path}: no rows to take a baseline from")
-    return peak
+    return peak, ()
 
 
 def _lock(args: VerifyArgs) -> Environment | None:
@@ -158,11 +165,11 @@ def plan(args: VerifyArgs) -> Plan:
     port = _rdzv_port(args.rdzv_endpoint)
     check_ssh_options(args.fanout)
     lock = _lock(args)
-    baseline = baseline_busbw(args.baseline) if args.baseline is not None else None
+    baseline, per_node = baseline_busbw(args.baseline) if args.baseline else (None, ())
     cluster = policy_file.read(args.policy_path) if args.policy_path else ClusterPolicy()
     policy = verdict.Policy(
         gpu.GpuPolicy(args.min_gpus, gpu.locked_cuda(lock), args.min_busbw, baseline,
-                      args.tolerance),
+                      args.tolerance, per_node),
         args.allreduce, cluster, container,
     )  # fmt: skip
     at = rdzv.endpoint(host_list, args.rdzv_endpoint, os.environ)  # checked from every node
@@ -220,7 +227,8 @@ def run(args: VerifyArgs) -> int:
     run = None
     if p.how is not None:  # the nodes that answered, pair by pair
         answered = [h for h, r in zip(p.hosts, reports, strict=True) if r.ok]
-        run = pairs.run(args.allreduce, answered, p.how, p.policy.gpu)
+        links = judge_pairs.ceilings(reports)  # what each node's own links can carry
+        run = pairs.run(args.allreduce, answered, p.how, p.policy.gpu, links)
     findings = verdict.decide(reports, p.lock, p.policy, run)
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,

@@ -24,8 +24,11 @@ class GpuPolicy:
     min_gpus: int = 1
     locked_cuda: str | None = None  # e.g. "11.8", from the lock's cudatoolkit/cuda-version
     min_busbw: float | None = None  # GB/s
-    baseline_busbw: float | None = None
+    baseline_busbw: float | None = None  # the baseline's median node (one run: its figure)
     tolerance: float = 0.10
+    # each node's own figure in a baseline report: a node is held to its own past, never to
+    # another node's claim (a liar's report as --baseline fails no honest node)
+    baseline_hosts: tuple[tuple[str, float], ...] = ()
 
 
 def locked_cuda(lock: Environment | None) -> str | None:
@@ -97,14 +100,18 @@ def _env_checks(facts: dict[str, NodeFacts], machines: Mapping[str, str]) -> lis
     return out
 
 
-def _busbw_floor(policy: GpuPolicy) -> tuple[float, str, str] | None:
-    """The busbw a node must reach, how it was set, and its source."""
+def _busbw_floor(policy: GpuPolicy, host: str = "") -> tuple[float, str, str] | None:
+    """The busbw a node must reach, how it was set, and its source: ``host``'s own figure in
+    the baseline where it has one, else the baseline's median node."""
     floors = []
     if policy.min_busbw is not None:
         floors.append((policy.min_busbw, "--min-busbw", CAUSE_MIN_BUSBW))
-    if policy.baseline_busbw is not None:
-        label = f"baseline {policy.baseline_busbw:.2f} - {policy.tolerance:.0%}"
-        floors.append((policy.baseline_busbw * (1 - policy.tolerance), label, CAUSE_BASELINE))
+    own = dict(policy.baseline_hosts).get(host)
+    base = own if own is not None else policy.baseline_busbw
+    if base is not None:
+        whose = f"{host}'s " if own is not None else ""
+        label = f"{whose}baseline {base:.2f} - {policy.tolerance:.0%}"
+        floors.append((base * (1 - policy.tolerance), label, CAUSE_BASELINE))
     return max(floors) if floors else None
 
 
@@ -147,7 +154,7 @@ def _allreduce_checks(report: HostReport, policy: GpuPolicy) -> list[Finding]:
                 host,
             )
         )
-    floor = _busbw_floor(policy)
+    floor = _busbw_floor(policy, report.host)
     peak = ar.peak_busbw
     if floor is not None and peak is not None and peak < floor[0]:
         expected, actual = f">= {floor[0]:.2f} GB/s ({floor[1]})", f"{peak:.2f} GB/s"

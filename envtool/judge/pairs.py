@@ -5,21 +5,27 @@ A pair is slow when its busbw is below a third of the median of the other pairs,
 slow is the slow node (one finding, its pairs' figures); a slow pair whose two nodes are not
 slow is a slow link. A pair that did not finish is a failed all-reduce naming the two nodes.
 
-No node speaks for another (issue 24 M2): a pair's figure comes from the answer of one node, the
-one whose rank 0 wrote it (``PairRun.by``). A figure beyond any link (``CEILING_BUSBW``) or more
-than ``BEYOND_OTHERS`` times the fastest pair the other nodes reported is that node's finding
-(probe-failed, cause ``implausible-busbw``) and is left out before anything is judged slow: it
-is never the yardstick of an honest link.
+No node speaks for another (issue 24 M2, issue 33 item 3): both nodes of a pair report their own
+figure of the same run (rank 0's node, ``PairRun.by``, and its partner's local rank 0), and the
+pair's figure is the lower of the two, so a node that inflates its figure gains nothing (and
+one that deflates it makes only its own pairs slow: it names itself). A figure beyond any link
+(``CEILING_BUSBW``), beyond ``LINK_MARGIN`` times what the node's own links carry (its network
+part: the selected interfaces' speed, its IB ports' rate), or more than ``BEYOND_OTHERS`` times
+the fastest pair the other nodes reported is that node's finding (probe-failed, cause
+``implausible-busbw``) and is left out before anything is judged slow: it is never the
+yardstick of an honest link.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from envtool.judge.findings import Finding, Kind
 from envtool.judge.gpu import GpuPolicy
 from envtool.judge.rules import severity
-from envtool.protocol.types import PairRun, PairsRun
+from envtool.protocol.types import HostReport, PairRun, PairsRun
 
 SLOWER_THAN_MEDIAN = 1 / 3  # a pair below a third of the other pairs' median is slow
 # 10 TB/s: above any link between two nodes today (NVLink 5 is 1.8 TB/s per GPU, eight 800 Gb/s
@@ -30,47 +36,98 @@ CEILING_BUSBW = 10_000.0
 # bisect both fast pairs may come from one node's rank 0, so one order is not proof of a lie
 BEYOND_OTHERS = 100.0
 CAUSE_IMPLAUSIBLE = "implausible-busbw"
+# busbw can pass what the NICs carry (a 2-node all-reduce's busbw is ~2x its algbw), and a veth
+# says a nominal 10 Gb/s while it moves memory: four times the links is no measurement
+LINK_MARGIN = 4.0
+
+Ceilings = Mapping[str, float]  # node -> the most busbw (GB/s) its own links can carry
 
 
 def busbw(pair: PairRun) -> float | None:
-    """The pair's busbw over its largest sizes, None when it did not finish."""
+    """Rank 0's figure of the pair (its busbw over the largest sizes), None: it did not
+    finish."""
     return pair.result.peak_busbw if pair.result is not None else None
 
 
-def implausible(run: PairsRun) -> list[tuple[PairRun, float, str]]:
-    """Each pair whose figure no link explains, with the limit it passed and what set it."""
-    out = []
-    for pair in run.pairs:
-        value = busbw(pair)
-        if value is None:
-            continue
-        if value > CEILING_BUSBW:
-            out.append((pair, CEILING_BUSBW, "the fastest link there is"))
-            continue
-        theirs = [b for p in run.pairs if p.by != pair.by and (b := busbw(p)) is not None]
-        top = max(theirs, default=0.0)
-        if len(theirs) >= 2 and value > BEYOND_OTHERS * top:
-            out.append(
-                (pair, BEYOND_OTHERS * top, f"{BEYOND_OTHERS:.0f}x the other nodes' best {top:.3g}")
-            )
+def ends(pair: PairRun) -> list[tuple[str, float]]:
+    """Each node's own figure of the pair: rank 0's node's, then its partner's."""
+    out = [(pair.by, v)] if (v := busbw(pair)) is not None else []
+    if pair.partner_busbw is not None and out:
+        out.append((pair.partner, pair.partner_busbw))
     return out
 
 
-def credible(run: PairsRun) -> PairsRun:
-    """``run`` without the pairs whose figure no link explains."""
-    bad = {id(p) for p, _, _ in implausible(run)}
-    return PairsRun(tuple(p for p in run.pairs if id(p) not in bad), run.rounds, run.seconds)
+def figure(pair: PairRun) -> float | None:
+    """The pair's figure: the lower of its two ends' (less those refused), None: none."""
+    kept = [v for node, v in ends(pair) if node not in pair.refused]
+    return min(kept) if kept else None
 
 
-def _liars(run: PairsRun) -> list[Finding]:
+def ceilings(reports: Sequence[HostReport]) -> dict[str, float]:
+    """Each node's most credible busbw from its network part: LINK_MARGIN times its up IB
+    ports' rate plus the speed of the interfaces NCCL and gloo select; no ceiling where one of
+    those says no speed (a virtual link) or is loopback (nodes of one machine)."""
+    out = {}
+    for r in reports:
+        net = r.network
+        if net is None:
+            continue
+        chosen = {n for sel in (net.nccl, net.gloo) if sel is not None for n in sel.selected}
+        links = [net.interface(n) for n in sorted(chosen)]
+        if not links or any(i is None or i.loopback or not i.speed_mbps for i in links):
+            continue
+        gbps = sum(i.speed_mbps or 0 for i in links if i is not None) / 1000
+        ports = net.ib.ports if net.ib is not None else ()
+        gbps += sum(p.rate_gbps or 0.0 for p in ports if p.up)
+        out[r.host] = LINK_MARGIN * gbps / 8
+    return out
+
+
+def implausible(
+    run: PairsRun, links: Ceilings | None = None
+) -> list[tuple[PairRun, str, float, str]]:
+    """Each end of a pair whose figure no link explains: (pair, its node, the limit it
+    passed, what set it)."""
+    links = links or {}
+    out = []
+    for pair in run.pairs:
+        for node, value in ends(pair):
+            theirs = [b for p in run.pairs if node not in (p.a, p.b) and (b := figure(p))]
+            top = max(theirs, default=0.0)
+            if value > CEILING_BUSBW:
+                out.append((pair, node, CEILING_BUSBW, "the fastest link there is"))
+            elif node in links and value > links[node]:
+                why = f"{LINK_MARGIN:.0f}x what {node}'s own links carry"
+                out.append((pair, node, links[node], why))
+            elif len(theirs) >= 2 and value > BEYOND_OTHERS * top:
+                why = f"{BEYOND_OTHERS:.0f}x the other nodes' best {top:.3g}"
+                out.append((pair, node, BEYOND_OTHERS * top, why))
+    return out
+
+
+def credible(run: PairsRun, links: Ceilings | None = None) -> PairsRun:
+    """``run`` with each figure no link explains refused (the pair keeps its other end's)."""
+    refused: dict[int, set[str]] = {}
+    for pair, node, _, _ in implausible(run, links):
+        refused.setdefault(id(pair), set()).add(node)
+    pairs = tuple(
+        replace(p, refused=tuple(sorted(refused[id(p)]))) if id(p) in refused else p
+        for p in run.pairs
+    )
+    return PairsRun(tuple(p for p in pairs if figure(p) is not None or p.result is None),
+                    run.rounds, run.seconds)  # fmt: skip
+
+
+def _liars(run: PairsRun, links: Ceilings | None = None) -> list[Finding]:
     """One finding per node that reported a figure no link explains, naming its claims."""
-    by: dict[str, list[tuple[PairRun, float, str]]] = {}
-    for found in implausible(run):
-        by.setdefault(found[0].by, []).append(found)
+    by: dict[str, list[tuple[PairRun, float, str, float]]] = {}
+    for pair, node, limit, why in implausible(run, links):
+        value = dict(ends(pair)).get(node, 0.0)
+        by.setdefault(node, []).append((pair, limit, why, value))
     out = []
     for node, claims in by.items():
-        pair, limit, why = min(claims, key=lambda c: c[1])
-        told = ", ".join(f"{busbw(p) or 0:.3g} GB/s for {p.a} <-> {p.b}" for p, _, _ in claims)
+        pair, limit, why, _ = min(claims, key=lambda c: c[1])
+        told = ", ".join(f"{v:.3g} GB/s for {p.a} <-> {p.b}" for p, _, _, v in claims)
         hosts = (node,) if node else (pair.a, pair.b)  # who reported it unknown: both
         subject = f"{pair.a} <-> {pair.b}" if len(claims) == 1 else "pair busbw"
         out.append(
@@ -84,7 +141,7 @@ def _liars(run: PairsRun) -> list[Finding]:
 def floor(pair: PairRun, measured: list[PairRun], policy: GpuPolicy) -> tuple[float, str] | None:
     """The busbw this pair must reach, and what set it (None: nothing to compare with)."""
     floors: list[tuple[float, str]] = []
-    others = [b for p in measured if p is not pair and (b := busbw(p)) is not None]
+    others = [b for p in measured if p is not pair and (b := figure(p)) is not None]
     if others:
         median = statistics.median(others)
         floors.append((SLOWER_THAN_MEDIAN * median, f"a third of the other pairs' {median:.3g}"))
@@ -97,11 +154,11 @@ def floor(pair: PairRun, measured: list[PairRun], policy: GpuPolicy) -> tuple[fl
 
 def slow_pairs(run: PairsRun, policy: GpuPolicy) -> list[tuple[PairRun, float, str]]:
     """Each slow pair with the floor it missed and what set that floor."""
-    measured = [p for p in run.pairs if busbw(p) is not None]
+    measured = [p for p in run.pairs if figure(p) is not None]
     out = []
     for pair in measured:
         found = floor(pair, measured, policy)
-        value = busbw(pair)
+        value = figure(pair)
         if found is not None and value is not None and value < found[0]:
             out.append((pair, found[0], found[1]))
     return out
@@ -111,7 +168,7 @@ def _figures(pairs: list[PairRun], node: str) -> str:
     parts = []
     for p in pairs:
         other = p.b if p.a == node else p.a
-        parts.append(f"{busbw(p) or 0:.3g} GB/s with {other}")
+        parts.append(f"{figure(p) or 0:.3g} GB/s with {other}")
     return ", ".join(parts)
 
 
@@ -119,27 +176,31 @@ def _slow_nodes(run: PairsRun, slow: list[tuple[PairRun, float, str]]) -> list[s
     slow_set = {id(p) for p, _, _ in slow}
     out = []
     for node in sorted({n for p in run.pairs for n in (p.a, p.b)}):
-        mine = [p for p in run.pairs if node in (p.a, p.b) and busbw(p) is not None]
+        mine = [p for p in run.pairs if node in (p.a, p.b) and figure(p) is not None]
         if len(mine) >= 2 and all(id(p) in slow_set for p in mine):
             out.append(node)
     return out
 
 
-def suspect_links(run: PairsRun, policy: GpuPolicy) -> list[tuple[str, str]]:
+def suspect_links(
+    run: PairsRun, policy: GpuPolicy, links: Ceilings | None = None
+) -> list[tuple[str, str]]:
     """The slow pairs no slow node explains: measured again alone before they are named (a
     pair that shared a busy machine with others in its round may only have been starved)."""
-    run = credible(run)
+    run = credible(run, links)
     slow = slow_pairs(run, policy)
     nodes = set(_slow_nodes(run, slow))
     return [(p.a, p.b) for p, _, _ in slow if p.a not in nodes and p.b not in nodes]
 
 
-def next_round(run: PairsRun, policy: GpuPolicy, nodes: list[str]) -> list[tuple[str, str]]:
+def next_round(
+    run: PairsRun, policy: GpuPolicy, nodes: list[str], links: Ceilings | None = None
+) -> list[tuple[str, str]]:
     """bisect's next matching (empty: done): each node not yet cleared (none of its pairs is
     fast) that has fewer than two pairs, beside a node with a fast pair it has not met yet;
     every node at most once. A slow node ends with two slow pairs, a slow link's nodes with a
     fast pair each."""
-    honest = credible(run)
+    honest = credible(run, links)
     slow = {id(p) for p, _, _ in slow_pairs(honest, policy)}
     fast = {n for p in honest.pairs if p.result is not None and id(p) not in slow
             for n in (p.a, p.b)}  # fmt: skip
@@ -160,7 +221,7 @@ def next_round(run: PairsRun, policy: GpuPolicy, nodes: list[str]) -> list[tuple
     return out
 
 
-def decide(run: PairsRun, policy: GpuPolicy) -> list[Finding]:
+def decide(run: PairsRun, policy: GpuPolicy, links: Ceilings | None = None) -> list[Finding]:
     """Nodes that reported what no link explains, then slow nodes, slow links and failed
     pairs, judged without those figures."""
     out = [
@@ -174,12 +235,12 @@ def decide(run: PairsRun, policy: GpuPolicy) -> list[Finding]:
                 p.error, (p.by or p.a,))
         for p in run.pairs if p.result is None and p.cause
     ]  # fmt: skip
-    out += _liars(run)
-    run = credible(run)
+    out += _liars(run, links)
+    run = credible(run, links)
     slow = slow_pairs(run, policy)
     slow_nodes = _slow_nodes(run, slow)
     for node in slow_nodes:
-        mine = [p for p in run.pairs if node in (p.a, p.b) and busbw(p) is not None]
+        mine = [p for p in run.pairs if node in (p.a, p.b) and figure(p) is not None]
         if mine:
             best = max(f for p, f, _ in slow if id(p) in {id(q) for q in mine})
             out.append(
@@ -191,7 +252,7 @@ def decide(run: PairsRun, policy: GpuPolicy) -> list[Finding]:
             continue  # that node's finding names it
         out.append(
             Finding(Kind.SLOW_LINK, severity(Kind.SLOW_LINK), f"{pair.a} <-> {pair.b}",
-                    f">= {need:.3g} GB/s ({why})", f"{busbw(pair) or 0:.3g} GB/s",
+                    f">= {need:.3g} GB/s ({why})", f"{figure(pair) or 0:.3g} GB/s",
                     (pair.a, pair.b))
         )  # fmt: skip
     return out

@@ -102,6 +102,21 @@ def missed(
     return -before if before > slack else 0.0  # fmt: skip
 
 
+SLACK = 0.5  # seconds: the node's clock reading and our own timestamps' rounding
+
+
+def trusted(span: Span | None, r: HostReport) -> Span | None:
+    """A span on ``r``'s clock, as long as it fits, on this machine's clock (its offset and
+    bound allowed for), inside the time its transport ran: what a node did while it ran. A
+    span that cannot have happened then (its clock entry shifted, or the span) is None:
+    unknown, so no other node's finding rests on that node's clock (issue 33 item 3)."""
+    if span is None or r.started <= 0 or r.clock_offset is None:
+        return span  # nothing to hold it against (an older answer, a hand-made report)
+    offset, bound = r.clock_offset
+    low, high = r.started - bound - SLACK, r.started + r.seconds + bound + SLACK
+    return span if low <= span[0] - offset and span[1] - offset <= high else None
+
+
 def _late(where: str, store: str, gaps: dict[str, float]) -> list[Finding]:
     """The nodes whose connects missed the listening: each that came after it closed, or
     the store's node where every one of them gave up before it opened."""
@@ -126,14 +141,16 @@ def _unreachable(
     connects certainly missed the listening is rendezvous-late instead (not checked)."""
     c = checks[store]
     where = f"{store}:{c.port}"
+    by_host = {r.host: r for r in reports}
     offsets = {r.host: r.clock_offset for r in reports}
-    opened = c.listen.open if c.listen is not None else None
+    opened = trusted(c.listen.open if c.listen is not None else None, by_host[store])
     out, gaps = [], {}
     for host, mine in checks.items():
         reach = mine.reach
         if host in named or reach is None or reach.ok:
             continue
-        gap = missed(opened, offsets.get(store), reach.tried, offsets.get(host))
+        tried = trusted(reach.tried, by_host[host])
+        gap = missed(opened, offsets.get(store), tried, offsets.get(host))
         if gap:
             gaps[host] = gap
             continue
@@ -141,6 +158,17 @@ def _unreachable(
         out.append(_finding(Kind.RDZV_UNREACHABLE, where, f"a connection from {host}", actual,
                             host))  # fmt: skip
     return out + _late(where, store, gaps)
+
+
+def _strangers(r: HostReport, c: RendezvousCheck) -> list[Finding]:
+    """Connections to the store's port that did not carry this run's token: said on the
+    store's node, never counted as nodes."""
+    n = c.listen.strangers if c.listen is not None else 0
+    if not n:
+        return []
+    actual = f"{n} connection{'s' if n != 1 else ''} without this run's token"
+    return [_finding(Kind.RDZV_STRANGERS, f"{r.host}:{c.port}", "only this run's nodes",
+                     actual, r.host)]  # fmt: skip
 
 
 def check(reports: Sequence[HostReport]) -> list[Finding]:
@@ -153,7 +181,7 @@ def check(reports: Sequence[HostReport]) -> list[Finding]:
         c = r.rendezvous
         if c is None or not c.is_host or c.listen is None:
             continue
-        out += _port_taken(r, c)
+        out += _port_taken(r, c) + _strangers(r, c)
         if c.listen.ok:
             out += _unreachable(reports, checks, r.host, named)
     return out

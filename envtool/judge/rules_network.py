@@ -134,6 +134,18 @@ NETWORK_RULES: dict[Kind, Rule] = {
         "then run verify again",
         "find what delays the node's start (ssh login, python's start), then verify again",
     ),
+    Kind.RDZV_STRANGERS: Rule(
+        Check.NETWORK, Severity.WARNING, None,
+        "while envtool listened on the rendezvous port of the store's node, connections came "
+        "that did not carry this run's token (each node gets it on its stdin, never in argv): "
+        "another user's process, a port scanner, or a second check on the same port. They are "
+        "counted and said, never taken for a node: a forged greeting cannot make a healthy "
+        "node look unreachable. During the job they would reach torch's store",
+        "see who connects to that port on the store's node (`ss -tnp`), or give the job "
+        "another MASTER_PORT",
+        "find who connects to the port (`ss -tnp` on the store's node), or move the job to "
+        "another `MASTER_PORT`",
+    ),
     # the limits under the environment (judge/limits.py; thresholds: LimitsPolicy, the
     # policy file's limits: section)
     Kind.SHM_SMALL: Rule(

@@ -23,7 +23,7 @@ from envtool.judge import (
     rendezvous,
     runtime,
 )
-from envtool.judge.cluster_policy import ClusterPolicy
+from envtool.judge.cluster_policy import NOT_ACCEPTABLE, ClusterPolicy
 from envtool.judge.findings import Check, Finding, Kind, Severity, explain, fold
 from envtool.judge.rules import check_of, severity
 from envtool.models import Environment
@@ -162,11 +162,15 @@ def unread(reports: list[HostReport]) -> tuple[str, ...]:
     shm = [(r.host, r.limits.shm_error) for r in reports if r.limits and r.limits.shm_bytes is None]
     xid = [(r.host, r.gpus.xid.why or "") for r in reports
            if r.gpus is not None and r.gpus.devices and not r.gpus.xid.read]  # fmt: skip
+    cut = [(r.host, r.gpus.xid.partial or "") for r in reports
+           if r.gpus is not None and r.gpus.xid.read and r.gpus.xid.partial]  # fmt: skip
     out = []
-    for what, found in (("/dev/shm size", shm), ("Xid log", xid)):
+    for what, found, how in (("/dev/shm size", shm, "not readable there"),
+                             ("Xid log", xid, "not readable there"),
+                             ("Xid log", cut, "read in part there")):  # fmt: skip
         if found:
             why = f": {found[0][1][:120]}" if found[0][1] else ""
-            out.append(f"{what} on {_on([h for h, _ in found])} (not readable there{why})")
+            out.append(f"{what} on {_on([h for h, _ in found])} ({how}{why})")
     return tuple(out)
 
 
@@ -286,8 +290,10 @@ def _inconsistencies(envs: dict[str, Environment], found: list[Finding]) -> list
 
 
 def accepted(findings: list[Finding], cluster: ClusterPolicy) -> list[Finding]:
-    """The policy's known differences (``accept:``) said as info, never failed on."""
-    return [replace(f, severity=Severity.INFO) if f.kind in cluster.accept else f for f in findings]
+    """The policy's known differences (``accept:``) said as info, never failed on; a kind
+    that is not acceptable (a failed all-reduce) stays what it is, whatever made the policy."""
+    known = cluster.accept - NOT_ACCEPTABLE.keys()
+    return [replace(f, severity=Severity.INFO) if f.kind in known else f for f in findings]
 
 
 def decide(
@@ -318,7 +324,8 @@ def decide(
     found += _no_cluster_result(reports, policy.allreduce)
     found = network.one_cause(found + network.check(reports, machines))
     found += rendezvous.check(reports)
-    paired = pairs.decide(pairs_run, policy.gpu) if pairs_run is not None else []
+    links = pairs.ceilings(reports)  # a figure beyond a node's own links is refused
+    paired = pairs.decide(pairs_run, policy.gpu, links) if pairs_run is not None else []
     found, paired = accepted(found, policy.cluster), accepted(paired, policy.cluster)
     folded = fold([*_one_cause(found), *paired])
     known = policy.cluster.accept  # said as info: they explain nothing away

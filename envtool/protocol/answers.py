@@ -63,7 +63,7 @@ def from_document(host: str, doc: NodeDocument, seconds: float, started: float =
     return HostReport(
         host, None, doc.env, doc.facts, doc.allreduce, seconds, doc.problems, doc.node,
         doc.prefix, doc.gpus, network=doc.network, limits=doc.limits, clock_offset=offset,
-        rendezvous=doc.rendezvous,
+        rendezvous=doc.rendezvous, started=started,
     )  # fmt: skip
 
 

@@ -117,8 +117,9 @@ def read_allreduce(value: Any) -> AllReduceResult:
             return AllReduceResult(backend, 0, error=error, cause=schemas.CAUSE_PORT_TAKEN,
                                    port=port if port < 65536 else 0)  # fmt: skip
         return AllReduceResult(backend, 0, error=error)
-    if doc.get("member") is True:
-        return AllReduceResult(backend, 0, member=True)
+    member = doc.get("member") is True  # another node's rank 0 reports the run's result
+    if member and not doc.get("rows"):
+        return AllReduceResult(backend, 0, member=True)  # a member that sent no figures
     params = mapping(doc.get("params") or {}, "params")
     rows = listing(doc.get("rows"), "rows")
     return AllReduceResult(
@@ -129,6 +130,7 @@ def read_allreduce(value: Any) -> AllReduceResult:
         tuple((k, count(params, k)) for k in _PARAMS if k in params),
         count(doc, "wrong_total", 0),
         number({"avg_busbw": doc.get("avg_busbw", 0.0)}, "avg_busbw"),
+        member=member,  # its own figures: the pair's other end (judge/pairs.py)
     )
 
 

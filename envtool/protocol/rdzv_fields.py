@@ -51,6 +51,7 @@ def _listen(value: Any) -> Listen | None:
         _flag(doc, "ok"), string(doc, "error", 300) or "",
         strings(doc.get("peers"), "rendezvous listen peers", MAX_PEERS, 200),
         string(doc, "cause", 50) or "", string(doc, "holder", 200) or "", _span(doc, "open"),
+        min(count(doc, "strangers", 0), MAX_PEERS),
     )  # fmt: skip
 
 

@@ -28,6 +28,7 @@ class Listen:
     cause: str = ""  # schemas.CAUSE_PORT_TAKEN: another process holds the port
     holder: str = ""  # that process's user (and pid, where visible)
     open: tuple[float, float] | None = None  # the wall-clock span it took connections
+    strangers: int = 0  # connections whose greeting did not carry this run's token
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ PART_ENV_MISSING = _node.PART_ENV_MISSING
 PART_INCOMPLETE = _node.PART_INCOMPLETE
 PART_FAILED = _node.PART_FAILED
 CAUSE_PORT_TAKEN = _node.CAUSE_PORT_TAKEN  # an all-reduce document's cause
+TOKEN_VAR = _node.TOKEN_VAR  # the run's token on the node (from stdin, never argv)
 
 # The node script's own exit codes (cluster/nodescript.py exits with them).
 EXIT_BUNDLE_UNTRUSTED = 95  # a --bundle-dir that is not the user's, or not what envtool sent

@@ -204,6 +204,8 @@ class HostReport:
     rendezvous: RendezvousCheck | None = None  # the rendezvous from this node (reach.py)
     limits: Limits | None = None  # /dev/shm, ulimits, kernel, glibc; None: the node sent none
     clock_offset: tuple[float, float] | None = None  # (node clock - ours, ± bound) in seconds
+    started: float = 0.0  # time.time() when its transport started (0: unknown): with seconds,
+    # the span on this machine's clock within which everything the node reports happened
 
     @property
     def ok(self) -> bool:
@@ -221,8 +223,17 @@ class PairRun:
     result: AllReduceResult | None
     error: str = ""
     seconds: float = 0.0
-    by: str = ""  # the node whose answer carried rank 0's result: it speaks for the pair
+    by: str = ""  # the node whose answer carried rank 0's result
     cause: str = ""  # why there is no result, where a node could tell (CAUSE_PORT_TAKEN)
+    # the other node's own figure of the same run (its local rank 0's peak busbw): a pair's
+    # figure must agree at both ends, no node speaks for the pair alone; None: it sent none
+    partner_busbw: float | None = None
+    refused: tuple[str, ...] = ()  # the nodes whose figure the judge refused (judge/pairs.py)
+
+    @property
+    def partner(self) -> str:
+        """The pair's node that did not carry rank 0's result ("" when that is unknown)."""
+        return {self.a: self.b, self.b: self.a}.get(self.by, "")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from envtool.errors import InputError
 from envtool.protocol import report_parts, schemas
-from envtool.protocol.fields import Malformed
+from envtool.protocol.fields import Malformed, long_number_line
 from envtool.protocol.gpu_types import GpuLayer
 from envtool.protocol.limit_types import Limits
 from envtool.protocol.net_types import Network
@@ -72,6 +72,7 @@ class AllReduceEntry:
     peak_busbw: float | None  # GB/s, best busbw over the largest sizes run
     wrong_total: int
     error: str | None
+    member: bool = False  # across nodes: a node without rank 0, its own figures of the run
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,8 @@ class PairEntry:
     error: str | None
     seconds: float
     by: str | None = None  # the node whose answer carried the result (or the failure's cause)
+    partner_busbw: float | None = None  # the other node's own figure of the run: the pair's
+    # figure is the lower of the two (judge/pairs.py); None: it sent none (an older node)
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,7 @@ def _allreduce(doc: Any) -> AllReduceEntry | None:
         _float(_get(doc, "peak_busbw", (int, float), optional=True)),
         _get(doc, "wrong_total", (int,)),
         _get(doc, "error", (str,), optional=True),
+        _get(doc, "member", (bool,), optional=True) or False,
     )
 
 
@@ -285,11 +289,16 @@ def _pair(doc: Any) -> PairEntry:
         _get(doc, "error", (str,), optional=True),
         float(_get(doc, "seconds", (int, float))),
         _get(doc, "by", (str,), optional=True),
+        _float(_get(doc, "partner_busbw", (int, float), optional=True)),
     )
 
 
 def loads(text: str, source: str) -> VerifyDocument:
     """Read a report back; InputError naming ``source`` when it is not a verify/1 report."""
+    line = long_number_line(text)
+    if line:  # JSON reads it as an int; float() would raise OverflowError
+        raise InputError(f"{source}:{line}: a number too long for a float: not an envtool "
+                         "verify JSON report")  # fmt: skip
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError):  # JSONDecodeError, or an integer too long to read

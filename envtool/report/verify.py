@@ -76,7 +76,8 @@ def _allreduce(r: HostReport) -> vr.AllReduceEntry | None:
     if ar is None:
         return None
     error = visible(ar.error) if ar.error else None
-    return vr.AllReduceEntry(visible(ar.backend), ar.nranks, ar.peak_busbw, ar.wrong_total, error)
+    return vr.AllReduceEntry(visible(ar.backend), ar.nranks, ar.peak_busbw, ar.wrong_total, error,
+                             ar.member)  # fmt: skip
 
 
 def host_entry(r: HostReport) -> vr.HostEntry:
@@ -121,7 +122,7 @@ def _pairs(verdict: Verdict) -> tuple[vr.PairEntry, ...]:
         vr.PairEntry(visible(p.a), visible(p.b), p.round,
                      p.result.peak_busbw if p.result is not None else None,
                      visible(p.error) if p.result is None else None, round(p.seconds, 3),
-                     visible(p.by) if p.by else None)
+                     visible(p.by) if p.by else None, p.partner_busbw)
         for p in run.pairs
     )  # fmt: skip
 
@@ -232,6 +233,8 @@ def _pairs_lines(verdict: Verdict, width: int) -> list[str]:
     out = []
     for p in sorted(_pairs(verdict), key=lambda p: (p.busbw is not None, p.busbw or 0.0)):
         figure = f"{p.busbw:.3g} GB/s" if p.busbw is not None else "no figure"
+        if p.busbw is not None and p.partner_busbw is not None:  # both ends' own figures
+            figure = f"{p.busbw:.3g} / {p.partner_busbw:.3g} GB/s at its two ends"
         figure = f"failed: {p.error}" if p.error else figure
         line = f"{p.a} <-> {p.b}: round {p.round}, {figure} ({p.seconds:.1f} s)"
         out += text.fold(line, width, "  ", "      ")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import sys
@@ -67,6 +68,7 @@ def collect(
     allreduce_args: list[str] | None,
     parts: tuple[str, ...] = ("export", "facts", "gpus"),
     rdzv: reach.Ask | None = None,
+    token: str = "",
 ) -> dict[str, Any]:
     """The node document; every part guarded (``--allreduce pairs`` asks for no part but the
     all-reduce once the rest is known; ``envtool probe`` for no export).
@@ -86,7 +88,7 @@ def collect(
         # (NVML on a dead card) must not open the store's window late, or a node's greeting
         # late; its listener is closed before the all-reduce needs the port
         if rdzv is not None:
-            guarded(doc, "rendezvous", lambda: reach.check(rdzv, node))
+            guarded(doc, "rendezvous", lambda: reach.check(rdzv, node, token))
         if "gpus" in parts:  # before any rank starts: this run's own never hold a GPU
             guarded(doc, "gpus", gpus.collect)
         if allreduce_args is not None:
@@ -113,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the few options by hand (argparse would swallow the all-reduce's own flags)."""
     started = time.monotonic()  # the clock entry's elapsed: the controller bounds its offset
     args = list(sys.argv[1:] if argv is None else argv)
+    token = os.environ.pop(schema.TOKEN_VAR, "")  # the run's: not for the ranks it starts
+    token = token if re.fullmatch(r"[0-9a-f]{16,64}", token) else ""
     prefix, use_torch, allreduce_args = sys.prefix, True, None
     parts: tuple[str, ...] = ("export", "facts", "gpus")
     rdzv, args = reach.asked(args, dict(os.environ))
@@ -134,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write("envtool_node: unknown argument %r\n" % arg)
             return 2
     try:
-        doc = collect(prefix, use_torch, allreduce_args, parts, rdzv)
+        doc = collect(prefix, use_torch, allreduce_args, parts, rdzv, token)
     except Terminated:  # SIGTERM during the all-reduce: its ranks already stopped
         sys.stderr.write("envtool_node: terminated\n")
         return 143

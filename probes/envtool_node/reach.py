@@ -7,7 +7,9 @@ the node named by ``--rdzv-host-node``) listens on the rendezvous port for a win
 any torch process, and records the nodes that greet it; it also connects to itself through
 the address its own resolver gives (its name on 127.0.1.1 shows here). Every other node
 connects, retrying a refused connection until the window ends (the host may start later),
-and greets it with its name. The listener is closed before torchrun needs the port. A port
+and greets it with the run's token and its name: a greeting without this run's token (another
+user's process on the store's node) is counted as a stranger, never as a node. The listener is
+closed before torchrun needs the port. A port
 already held on the host is rendezvous.PortTaken's finding (one cause, one finding).
 
 Python 3.9, standard library only.
@@ -16,6 +18,7 @@ Python 3.9, standard library only.
 from __future__ import annotations
 
 import errno
+import hmac
 import select
 import socket
 import threading
@@ -36,6 +39,13 @@ RESOLVE = 5.0  # seconds getaddrinfo may take
 GREETING = b"envtool-rdzv "
 MAX_LINE = 256  # bytes of a greeting read
 MAX_PEERS = 4096  # greetings recorded
+
+
+class Heard(NamedTuple):
+    """What the store's listener heard: the nodes' names, and the other connections."""
+
+    names: list[str]
+    strangers: int
 
 
 class Ask(NamedTuple):
@@ -85,7 +95,19 @@ def _family(address: str) -> int:
     return socket.AF_INET6 if ":" in address else socket.AF_INET
 
 
-def connect(address: str, port: int, name: str, deadline: float) -> dict[str, Any]:
+def greeting(token: str, name: str) -> bytes:
+    """What a node sends the store's listener: the run's token (only this run's nodes have
+    it: it came on their stdin), then its name."""
+    return (
+        GREETING
+        + token.encode("ascii", "replace")[:64]
+        + b" "
+        + name.encode("utf-8", "replace")[:200]
+        + b"\n"
+    )
+
+
+def connect(address: str, port: int, name: str, deadline: float, token: str = "") -> dict[str, Any]:
     """One bounded TCP connect to ``address:port`` and a greeting, retried while refused
     (or unroutable) until ``deadline``: ``{ok, error, seconds, address, tried}``; ``tried``:
     the wall-clock span of the attempts (the judge sets it against the store's ``open``)."""
@@ -100,7 +122,7 @@ def connect(address: str, port: int, name: str, deadline: float) -> dict[str, An
         try:
             sock.settimeout(wait)
             sock.connect((address, port))
-            sock.sendall(GREETING + name.encode("utf-8", "replace")[:200] + b"\n")
+            sock.sendall(greeting(token, name))
             return {"ok": True, "error": None, "seconds": round(time.monotonic() - start, 3),
                     "address": address, "tried": [began, time.time()]}  # fmt: skip
         except socket.timeout:  # retried too: the whole time tried is what it says
@@ -139,9 +161,10 @@ def _bind(port: int, look: bool = True) -> socket.socket:
     raise OSError("no socket family to listen with")
 
 
-def _greeting(conn: socket.socket, deadline: float) -> str | None:
-    """The name a connection greets with, or None (not envtool's, or too slow: one second
-    for the whole line, and never past ``deadline``, however slowly its bytes come)."""
+def _greeting(conn: socket.socket, deadline: float, token: str) -> str | None:
+    """The name a connection greets with, or None: not envtool's greeting, not this run's
+    token, or too slow (one second for the whole line, and never past ``deadline``, however
+    slowly its bytes come)."""
     end = min(time.monotonic() + 1.0, deadline)
     data = b""
     try:
@@ -160,12 +183,17 @@ def _greeting(conn: socket.socket, deadline: float) -> str | None:
         conn.close()
     if not data.startswith(GREETING):
         return None
-    return data[len(GREETING) :].split(b"\n", 1)[0].decode("utf-8", "replace").strip()[:200]
+    said, _, name = data[len(GREETING) :].split(b"\n", 1)[0].partition(b" ")
+    if not hmac.compare_digest(said, token.encode("ascii", "replace")):
+        return None  # another user's process greeting as a node: counted, never a node
+    return name.decode("utf-8", "replace").strip()[:200]
 
 
-def listen(sock: socket.socket, expected: int, deadline: float) -> list[str]:
-    """The names heard until ``expected`` nodes greeted or ``deadline`` passed."""
+def listen(sock: socket.socket, expected: int, deadline: float, token: str = "") -> Heard:
+    """The names heard until ``expected`` nodes greeted with this run's token, or
+    ``deadline`` passed; and how many connections were not this run's (strangers)."""
     names: list[str] = []
+    strangers = 0
     while len(names) < min(expected, MAX_PEERS):
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([sock], [], [], left)[0]:
@@ -174,10 +202,12 @@ def listen(sock: socket.socket, expected: int, deadline: float) -> list[str]:
             conn, _ = sock.accept()
         except OSError:
             continue
-        name = _greeting(conn, deadline)
+        name = _greeting(conn, deadline, token)
         if name is not None:
             names.append(name)
-    return names
+        else:
+            strangers += 1
+    return Heard(names, strangers)
 
 
 def _bind_within(port: int, deadline: float) -> socket.socket:
@@ -193,7 +223,7 @@ def _bind_within(port: int, deadline: float) -> socket.socket:
             time.sleep(RETRY)
 
 
-def _host(doc: dict[str, Any], port: int, ask: Ask, name: str, deadline: float) -> None:
+def _host(doc: dict[str, Any], port: int, ask: Ask, name: str, deadline: float, token: str) -> None:
     """Listen for every node (this one too, through its own resolved address)."""
     try:
         sock = _bind_within(port, deadline)
@@ -210,12 +240,12 @@ def _host(doc: dict[str, Any], port: int, ask: Ask, name: str, deadline: float) 
     worker = None
     if addresses:
         worker = threading.Thread(
-            target=lambda: box.update(connect(addresses[0], port, name, deadline)),
+            target=lambda: box.update(connect(addresses[0], port, name, deadline, token)),
             name="envtool-reach", daemon=True,
         )  # fmt: skip
         worker.start()
     try:
-        peers = listen(sock, ask.nodes, deadline)
+        heard = listen(sock, ask.nodes, deadline, token)
     finally:
         sock.close()
     closed = time.time()
@@ -225,11 +255,14 @@ def _host(doc: dict[str, Any], port: int, ask: Ask, name: str, deadline: float) 
                                      "address": addresses[0]}  # fmt: skip
     # open: the wall-clock span the port took connections (a peer that tried only outside
     # it was not checked: its start lagged, judge/rendezvous.py)
-    doc["listen"] = {"ok": True, "error": None, "peers": peers, "open": [opened, closed]}
+    doc["listen"] = {"ok": True, "error": None, "peers": heard.names,
+                     "strangers": heard.strangers, "open": [opened, closed]}  # fmt: skip
 
 
-def check(ask: Ask, name: str) -> dict[str, Any]:
-    """The ``rendezvous`` part of the node document (contract: envtool.rendezvous/1)."""
+def check(ask: Ask, name: str, token: str = "") -> dict[str, Any]:
+    """The ``rendezvous`` part of the node document (contract: envtool.rendezvous/1);
+    ``token``: the run's (schema.TOKEN_VAR), which this node's greeting carries and the
+    store's listener asks of every greeting."""
     host, port = host_of(ask.endpoint), port_of(ask.endpoint)
     addresses, error = resolve(host)
     doc: dict[str, Any] = {
@@ -241,9 +274,9 @@ def check(ask: Ask, name: str) -> dict[str, Any]:
         return doc  # the endpoint is no listed node: only its name is checked
     deadline = time.monotonic() + max(0.5, min(WINDOW, ask.window))
     if ask.role == HOST:
-        _host(doc, port, ask, name, deadline)
+        _host(doc, port, ask, name, deadline, token)
     elif addresses:
-        doc["reach"] = connect(addresses[0], port, name, deadline)
+        doc["reach"] = connect(addresses[0], port, name, deadline, token)
     return doc
 
 

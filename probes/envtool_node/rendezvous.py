@@ -23,6 +23,10 @@ import socket
 
 from .schema import ALLREDUCE, CAUSE_PORT_TAKEN, digits
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 HOST, MEMBER, AUTO = "host", "member", "auto"
 MAX_PROCS = 4096  # /proc entries looked at for the holder's pid
 MAX_NET = 4 * 2**20  # bytes of /proc/net/tcp{,6} read
@@ -146,6 +150,25 @@ def claim(port: int) -> None:
     """Raise PortTaken unless ``port`` is free on this node (the host, before torchrun)."""
     if not is_free(port):
         raise PortTaken(port, holder(port))
+
+
+def taken_since(rendezvous: tuple[str, ...] | None, doc: dict[str, Any]) -> dict[str, Any]:
+    """A failed run on the store's node (``rendezvous``: torchrun's arguments) whose port
+    another process holds now: it took the port between envtool's check and torchrun's bind
+    (the check cannot close that window: torchrun binds its own store). That, with its
+    holder, is the cause; else ``doc``."""
+    told = dict(zip(rendezvous[::2], rendezvous[1::2])) if rendezvous else {}
+    if "is_host=true" not in told.get("--rdzv-conf", "").split(","):
+        return doc
+    port = port_of(told.get("--rdzv-endpoint", ""))
+    if is_free(port):
+        return doc
+    taken = PortTaken(port, holder(port)).document()
+    taken["error"] = "%s after envtool checked it free; the run failed: %s" % (
+        taken["error"],
+        str(doc.get("error", ""))[:200],
+    )
+    return taken
 
 
 def conf(told_role: str, join_timeout: int) -> str:

@@ -22,6 +22,9 @@ PART_FAILED = "failed"  # anything else (the text says what)
 PART_KINDS = (PART_ENV_MISSING, PART_INCOMPLETE, PART_FAILED)
 # An all-reduce document without a result says why in "error", and may name a cause:
 CAUSE_PORT_TAKEN = "rdzv-port-taken"  # the rendezvous port held by another process
+# the run's token: the node script reads it from stdin and hands it to the node package in
+# this variable (never argv); the node's rendezvous greetings carry it
+TOKEN_VAR = "ENVTOOL_RUN_TOKEN"
 
 # In a prefix from before `envtool install` starts until the whole install (conda + pip)
 # succeeded: a prefix that has it is half-installed.

@@ -239,7 +239,7 @@ def _node_script_run(
     faulty._fake_python(prefix, python_body)
     tmp.mkdir()
     bundle = tmp_path / "bundle.tgz"
-    bundle.write_bytes(node_bundle.bundle())
+    bundle.write_bytes(node_bundle.payload("0123abcd"))  # the run's token line, then the tar
     script = node_script(FanoutOptions(timeout=300))
     subprocess.run(
         ["sh", "-c", shell, "sh", script, str(bundle)],

@@ -63,7 +63,9 @@ def test_the_node_checks_the_shared_copy_before_running_it(tmp_path: Path) -> No
     script = node_script(FanoutOptions(bundle_dir=str(shared), bundle_digest=bundle.digest()))
     node = shared / "envtool_node" / "node.py"
     node.write_text(node.read_text() + "\nopen('/nonexistent-proof', 'w')\n")  # changed after
-    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, timeout=60)
+    token = bundle.payload("0123abcd", shared=True).decode()
+    out = subprocess.run(["sh", "-c", script], input=token, capture_output=True, text=True,
+                         timeout=60)  # fmt: skip
     assert out.returncode == 95
     assert "the node package in" in out.stderr and "is not the one envtool sent" in out.stderr
 

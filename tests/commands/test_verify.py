@@ -22,6 +22,31 @@ def _report(*peaks: float | None) -> str:
     return vr.dumps(vr.VerifyDocument("conda-lock.yml", 1.0, True, hosts, ()))
 
 
+def test_a_liar_s_report_as_baseline_fails_no_honest_node(tmp_path: Path) -> None:
+    """Issue 33 item 3: h1 claimed ×1000 in the report now used as --baseline. Each node is
+    held to its own past figure (h0 and h2 pass at their 20 GB/s), a node the report lacks to
+    the report's median node (never its best: that was the liar's 20,000, and every honest
+    node failed busbw-low)."""
+    from envtool.judge import gpu
+    from envtool.nccl.model import NcclResult, NcclRow
+    from envtool.protocol.types import AllReduceResult, HostReport
+
+    def allreduce(peak: float) -> AllReduceResult:
+        part = NcclResult(1000.0, peak / 1.75, peak, 0)
+        return AllReduceResult("nccl", 8, (NcclRow(256 << 20, 64 << 20, "float", "sum", -1,
+                                                   part, part),))  # fmt: skip
+
+    report = tmp_path / "report.json"
+    report.write_text(_report(20.0, 20_000.0, 20.0))
+    median, per_node = verify.baseline_busbw(report)
+    assert median == 20.0 and dict(per_node) == {"h0": 20.0, "h1": 20_000.0, "h2": 20.0}
+    policy = gpu.GpuPolicy(0, None, None, median, 0.1, per_node)
+    now = [HostReport(h, allreduce=allreduce(19.5)) for h in ("h0", "h2", "h3")]
+    assert [f for f in gpu.check(now, policy) if f.kind.value == "busbw-low"] == []
+    (low,) = gpu.check([HostReport("h1", allreduce=allreduce(19.5))], policy)
+    assert low.kind.value == "busbw-low" and "h1's baseline" in low.expected  # its own claim
+
+
 def test_baseline_from_nccl_log_and_from_a_json_report(tmp_path: Path) -> None:
     log = tmp_path / "log.txt"
     log.write_text(
@@ -30,10 +55,10 @@ def test_baseline_from_nccl_log_and_from_a_json_report(tmp_path: Path) -> None:
         "   134217728      33554432     float     sum      -1    613.3  218.85  382.99      0"
         "    614.3  218.48  382.34      0\n"
     )
-    assert verify.baseline_busbw(log) == pytest.approx(382.99)
+    assert verify.baseline_busbw(log) == (pytest.approx(382.99), ())
     report = tmp_path / "report.json"
     report.write_text(_report(410.5, None))
-    assert verify.baseline_busbw(report) == 410.5
+    assert verify.baseline_busbw(report) == (410.5, (("h0", 410.5),))
     report.write_text(_report(None))
     with pytest.raises(InputError, match="no all-reduce result"):
         verify.baseline_busbw(report)

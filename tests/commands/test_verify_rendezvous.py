@@ -160,3 +160,79 @@ def test_gloo_on_a_hostname_that_resolves_to_loopback_is_named_on_that_node(rig:
         sshnodes.set_env(node2, env)
     gloo = [(f["kind"], f["subject"], f["hosts"]) for f in findings if f["kind"] == "gloo-loopback"]
     assert gloo == [("gloo-loopback", "GLOO_SOCKET_IFNAME", ["node2"])], findings
+
+
+# --- issue 33 item 3: no node, and no other user, speaks for anyone else ------------------
+_FORGER = """\
+import socket, sys, time
+addr, port, end = sys.argv[1], int(sys.argv[2]), time.monotonic() + 14
+lines = [b"envtool-rdzv node2\\n", b"envtool-rdzv node3\\n"]
+lines.append(b"envtool-rdzv " + b"0" * 32 + b" node2\\n")
+while time.monotonic() < end:
+    for line in lines:
+        try:
+            with socket.create_connection((addr, port), timeout=0.5) as s:
+                s.sendall(line)
+        except OSError:
+            time.sleep(0.01)
+"""
+
+
+def test_forged_greetings_on_the_store_node_are_strangers_not_nodes(rig: Rig) -> None:
+    """Another user on node1 greets node1's listener as node2 and node3, first and often (the
+    old greeting, and one with a made-up token). Before the run's token the listener closed
+    on those names and the real node2 and node3 found the port shut: two false
+    rendezvous-unreachable errors. Now they are counted and said, and the nodes are heard."""
+    forger = subprocess.Popen(
+        ["ip", "netns", "exec", rig.lab.ns(1), "runuser", "-u", "nobody", "--",
+         "/usr/bin/python3", "-c", _FORGER, rig.lab.address(1), str(PORT)],
+        cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        code, findings = _verify(rig)
+    finally:
+        forger.kill()
+        forger.wait()
+    assert code == 0, findings
+    assert _rendezvous(findings) == [("rendezvous-strangers", f"node1:{PORT}", ["node1"])]
+    (said,) = [f for f in findings if f["kind"] == "rendezvous-strangers"]
+    assert said["severity"] == "warning" and "without this run's token" in str(said["actual"])
+
+
+_LIAR_CLOCK = """\
+import json, os
+if not os.environ.get("ENVTOOL_TEST_CLOCK"):  # the node process only, not what it starts
+    os.environ["ENVTOOL_TEST_CLOCK"] = "1"
+    _dumps = json.dumps
+    def dumps(obj, *args, **kwargs):
+        if isinstance(obj, dict) and isinstance(obj.get("clock"), dict):
+            obj = dict(obj, clock=dict(obj["clock"], time=obj["clock"]["time"] + 100))
+        return _dumps(obj, *args, **kwargs)
+    json.dumps = dumps
+"""
+
+
+def test_the_store_node_s_clock_entry_cannot_excuse_a_blocked_port(
+    rig: Rig, tmp_path: Path
+) -> None:
+    """node1 (the store's node) adds 100 s to its clock entry, its listener span as it was;
+    node3's firewall drops the port. node3 stays rendezvous-unreachable, an error: before,
+    the shifted clock put node3's connects "after the port closed", a rendezvous-late
+    warning, and verify passed."""
+    liar = tmp_path / "liar"
+    liar.mkdir()
+    (liar / "sitecustomize.py").write_text(_LIAR_CLOCK)
+    node1 = rig.lab.cluster.nodes[0]
+    before = dict(node1.env)
+    sshnodes.set_env(node1, {**before, "PYTHONPATH": str(liar)})
+    _drop(rig, "-A")
+    try:
+        code, findings = _verify(rig)
+    finally:
+        _drop(rig, "-D")
+        sshnodes.set_env(node1, before)
+    assert code == 1, findings
+    assert ("rendezvous-unreachable", f"node1:{PORT}", ["node3"]) in _rendezvous(findings)
+    assert "rendezvous-late" not in [k for k, _, _ in _rendezvous(findings)]
+    skew = [f for f in findings if f["kind"] == "clock-skew"]
+    assert [f["hosts"] for f in skew] == [["node1"]]  # the liar's clock is its own finding

@@ -4,6 +4,7 @@ that run every pair once with every node busy once per round (cluster/pairs.py).
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 from test_gpu import allreduce
@@ -12,7 +13,8 @@ from envtool.cluster.pairs import rounds
 from envtool.judge import findings, pairs
 from envtool.judge.findings import Kind
 from envtool.judge.gpu import GpuPolicy
-from envtool.protocol.types import PairRun, PairsRun
+from envtool.protocol.net_types import IbPort, IfSelection, Infiniband, Interface, Network
+from envtool.protocol.types import HostReport, PairRun, PairsRun
 
 NODES = ["n1", "n2", "n3", "n4"]
 
@@ -228,3 +230,59 @@ def test_a_pair_whose_store_port_was_taken_names_the_port_not_the_pair() -> None
         ("allreduce-failed", "n3 <-> n4", ("n3", "n4")),
         ("rendezvous-port-taken", "n1 <-> n2", ("n1",)),
     ]
+
+
+# --- issue 33 item 3: a pair's figure must agree at both ends -----------------------------
+def _three(claims: dict[str, float], honest: float = 1.0) -> PairsRun:
+    """Three nodes, each pair's rank 0 on its first node; each end reports its own figure:
+    ``claims`` a node's (×) on every pair it is part of, ``honest`` what the link does."""
+    out = []
+    for a, b in itertools.combinations(["a", "b", "c"], 2):
+        mine, theirs = honest * claims.get(a, 1.0), honest * claims.get(b, 1.0)
+        out.append(PairRun(a, b, 1, allreduce(mine), by=a, partner_busbw=theirs))
+    return PairsRun(tuple(out), 3, 30.0)
+
+
+def _veth(mbps: int = 10_000) -> HostReport:
+    """A node whose NCCL and gloo pick one veth of ``mbps`` (what the netns labs have)."""
+    veth = Interface("veth0", True, addresses=("10.77.0.2/24",), speed_mbps=mbps)
+    pick = IfSelection("NCCL_SOCKET_IFNAME", None, ("veth0",), "default")
+    return HostReport("x", network=Network((veth,), nccl=pick, gloo=replace(pick, variable="G")))
+
+
+def test_an_inflated_figure_frames_no_honest_link() -> None:
+    """a claims ×1000 on both its pairs, three nodes: before, its two claims were "credible"
+    (fewer than two other pairs to hold them against) and made the median, and b <-> c, the
+    honest link, a slow-link. Now each pair's figure is the lower of its two ends'."""
+    assert pairs.decide(_three({"a": 1000.0}), GpuPolicy()) == []
+    # with each node's own links known (a 10 Gb/s veth: at most 4 x 1.25 GB/s), a is named
+    links = pairs.ceilings([replace(_veth(), host=h) for h in ("a", "b", "c")])
+    assert links == {"a": 5.0, "b": 5.0, "c": 5.0}
+    found = pairs.decide(_three({"a": 1000.0}), GpuPolicy(), links)
+    assert [(f.kind, f.hosts, f.cause) for f in found] == [
+        (Kind.PROBE_FAILED, ("a",), pairs.CAUSE_IMPLAUSIBLE)
+    ]
+    assert found[0].expected == "<= 5 GB/s (4x what a's own links carry)"
+
+
+def test_a_deflated_figure_names_only_its_own_node() -> None:
+    found = pairs.decide(_three({"a": 0.001}, honest=2.0), GpuPolicy())
+    assert [(f.kind, f.subject) for f in found] == [(Kind.SLOW_NODE, "a")]
+
+
+def test_a_pair_s_figure_is_the_lower_end_less_what_was_refused() -> None:
+    pair = PairRun("a", "b", 1, allreduce(9.0), by="b", partner_busbw=3.0)
+    assert pair.partner == "a" and pairs.figure(pair) == 3.0
+    assert pairs.figure(replace(pair, refused=("a",))) == 9.0
+    assert pairs.figure(replace(pair, partner_busbw=None)) == 9.0  # an older partner
+    assert pairs.figure(replace(pair, result=None)) is None
+
+
+def test_no_ceiling_where_a_picked_link_says_no_speed_or_is_loopback() -> None:
+    assert pairs.ceilings([_veth(0)]) == {} and pairs.ceilings([HostReport("x")]) == {}
+    lo = Interface("lo", True, loopback=True, addresses=("127.0.0.1/8",))
+    pick = IfSelection("NCCL_SOCKET_IFNAME", None, ("lo",), "default")
+    assert pairs.ceilings([HostReport("x", network=Network((lo,), nccl=pick))]) == {}
+    ib = Infiniband(True, (IbPort("mlx5_0", 1, "ACTIVE", "LinkUp", 400.0, None, "InfiniBand"),))
+    with_ib = replace(_veth(25_000), network=replace(_veth(25_000).network, ib=ib))
+    assert pairs.ceilings([with_ib]) == {"x": 4 * (25 + 400) / 8}

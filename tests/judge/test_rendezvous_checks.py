@@ -200,3 +200,34 @@ def test_missed_is_signed_and_zero_when_unknown() -> None:
     assert rendezvous.missed((T, T + 10), (0.0, 0.1), (T - 9, T - 5), (0.0, 0.1)) == -5.0
     assert rendezvous.missed((T, T + 10), (0.0, 0.1), (T + 9, T + 19), (0.0, 0.1)) == 0.0
     assert rendezvous.missed(None, (0.0, 0.1), (T + 12, T + 22), (0.0, 0.1)) == 0.0
+
+
+def _run_from(
+    rs: list[HostReport], start: float = T - 1, seconds: float = 25.0
+) -> list[HostReport]:
+    """Each node's transport ran ``start`` .. ``start + seconds`` on envtool's clock."""
+    return [replace(r, started=start, seconds=seconds) for r in rs]
+
+
+def test_the_store_node_s_clock_cannot_make_another_node_late() -> None:
+    """Issue 33 item 3: the store's node adds 100 s to its clock entry (its listener span as
+    it was): node3's refused connects, made while the port was open, stay unreachable (an
+    error), not late (a warning that exits 0). Its listener span, on envtool's clock, would
+    fall 100 s before its transport started: it cannot have happened, so nothing of node3's
+    rests on it."""
+    rs = _run_from(_timed(5.0))
+    assert _kinds(rendezvous.check(rs))[0][0] is Kind.RDZV_UNREACHABLE
+    rs[0] = replace(rs[0], clock_offset=(100.0, 0.2))  # node1's clock entry, 100 s ahead
+    [f] = rendezvous.check(rs)
+    assert (f.kind, f.hosts) == (Kind.RDZV_UNREACHABLE, ("node3",))
+    # an honest late node is still said late, with every span inside its node's run
+    [f] = rendezvous.check(_run_from(_timed(12.0)))
+    assert (f.kind, f.hosts) == (Kind.RDZV_LATE, ("node3",))
+
+
+def test_a_span_outside_its_node_s_run_is_unknown() -> None:
+    node = replace(HostReport("n"), started=T, seconds=12.0, clock_offset=(0.0, 0.5))
+    assert rendezvous.trusted((T + 1, T + 11), node) == (T + 1, T + 11)
+    assert rendezvous.trusted((T - 100, T - 90), node) is None
+    assert rendezvous.trusted((T + 1, T + 14), node) is None  # ended after its answer came
+    assert rendezvous.trusted((T + 1, T + 11), HostReport("old")) == (T + 1, T + 11)

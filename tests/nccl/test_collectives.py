@@ -233,7 +233,7 @@ def test_a_baseline_takes_the_all_reduce_run_and_refuses_another_collective(
     text, _ = _several(shared_data, ("sendrecv", "all_reduce", "all_gather"), ORCD, n=16)
     log = tmp_path / "slurm.out"
     log.write_text(text)
-    assert verify.baseline_busbw(log) == 239.87  # the all_reduce run's, not sendrecv's 50.03
+    assert verify.baseline_busbw(log) == (239.87, ())  # the all_reduce run's, not sendrecv's 50.03
     gather = tmp_path / "all_gather.out"
     gather.write_text(_as("all_gather", _real(shared_data, H100), n=1))
     with pytest.raises(InputError) as caught:

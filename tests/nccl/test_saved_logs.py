@@ -195,7 +195,7 @@ def test_verify_baseline_reads_a_saved_log(shared_data: Path, tmp_path: Path) ->
     text = _text(shared_data, ORCD)
     log = tmp_path / "baseline.out"
     log.write_text(TRACE + "\n" + "".join("[1,0]<stdout>:" + ln for ln in text.splitlines(True)))
-    assert verify.baseline_busbw(log) == 239.87
+    assert verify.baseline_busbw(log) == (239.87, ())
 
 
 def test_what_a_log_says_is_shown_as_text(shared_data: Path) -> None:

@@ -174,3 +174,51 @@ def test_a_peer_that_greets_a_byte_at_a_time_cannot_hold_the_listener() -> None:
         stop.set()
     assert time.monotonic() - start < 2.0 + 1.5
     assert doc["listen"]["peers"] == ["n1"]  # itself, heard after the slow one was cut off
+
+
+# --- issue 33 item 3: a greeting must carry the run's token ------------------------------
+def _forge(port: int, lines: list[bytes], until: float) -> int:
+    """Another local user's process greeting as nodes, again and again until ``until``:
+    what it managed to send (refused connects, before the listener opens, are retried)."""
+    sent = 0
+    while time.monotonic() < until:
+        for line in lines:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                    s.sendall(line)
+                    sent += 1
+            except OSError:
+                time.sleep(0.02)
+    return sent
+
+
+def test_greetings_without_the_run_s_token_are_strangers_never_nodes() -> None:
+    """Forged greetings (the old form naming the nodes, a wrong token) come first and often:
+    the store still waits for n2 and n3, hears them, and counts the forger's apart. Before
+    the token, the forger's names closed the window and the real nodes found it shut."""
+    port, token = _port(), "5eed" * 8
+    at = f"127.0.0.1:{port}"
+    forged = [b"envtool-rdzv n2\n", b"envtool-rdzv n3\n", b"envtool-rdzv " + b"0" * 32 + b" n2\n"]
+    forger = threading.Thread(target=_forge, args=(port, forged, time.monotonic() + 2.5))
+    forger.start()
+    out: dict[str, dict[str, Any]] = {}
+
+    def one(name: str, role: str, delay: float) -> None:
+        time.sleep(delay)
+        out[name] = reach.check(reach.Ask(at, 3, 5.0, role), name, token)
+
+    who = (("n1", "host", 0.0), ("n2", "member", 1.5), ("n3", "member", 1.5))
+    nodes = [threading.Thread(target=one, args=a) for a in who]
+    for t in nodes:
+        t.start()
+    for t in (*nodes, forger):
+        t.join(30)
+    listen = out["n1"]["listen"]
+    assert sorted(listen["peers"]) == ["n1", "n2", "n3"], listen
+    assert listen["strangers"] >= 3
+    assert out["n2"]["reach"]["ok"] and out["n3"]["reach"]["ok"]
+
+
+def test_the_greeting_carries_the_token_before_the_name() -> None:
+    assert reach.greeting("ab12", "gpu01") == b"envtool-rdzv ab12 gpu01\n"
+    assert reach.greeting("", "n\u00e9") == b"envtool-rdzv  n\xc3\xa9\n"

@@ -126,3 +126,54 @@ def test_connections_a_previous_run_left_in_time_wait_do_not_count() -> None:
                   if ln.split()[1].endswith(f":{port:04X}")]  # fmt: skip
     assert "06" in states  # TCP_TIME_WAIT on PORT, as after a store's run
     assert rendezvous.is_free(port)
+
+
+# what another user runs on the store's node: it waits for envtool's torchrun to start (its
+# command line is world-readable in /proc) and takes the port in the second torchrun spends
+# importing torch, after envtool checked it free and before torch's store binds it
+_AFTER_THE_CHECK = """\
+import os, socket, sys, time
+port, end = int(sys.argv[1]), time.monotonic() + 60
+while time.monotonic() < end:
+    for pid in os.listdir('/proc'):
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as fh:
+                if b'envtool_node.elastic' in fh.read():
+                    s = socket.socket(); s.bind(('127.0.0.1', port)); s.listen()
+                    print('taken', flush=True); time.sleep(60); sys.exit(0)
+        except OSError:
+            pass
+    time.sleep(0.005)
+"""
+
+
+def test_a_port_taken_after_the_check_is_named_once_the_run_fails() -> None:
+    """Issue 33 item 3: the port is free when the store's node checks it; another user binds
+    it before torchrun's store does. The run fails, and the node says who holds the port
+    (it said only torch's error before: allreduce-failed, no rendezvous-port-taken)."""
+    runuser = shutil.which("runuser")
+    require(runuser is not None and os.geteuid() == 0, "needs root and runuser (util-linux)")
+    port = _port()
+    taker = subprocess.Popen([str(runuser), "-u", "nobody", "--", "/usr/bin/python3", "-c",
+                              _AFTER_THE_CHECK, str(port)], stdout=subprocess.PIPE, text=True,
+                             cwd="/")  # fmt: skip
+    try:
+        endpoint = f"127.0.0.1:{port}"
+        args = allreduce.parse(["--nnodes", "2", "--rdzv-endpoint", endpoint, "--rdzv-role",
+                                "host", "--timeout", "60", "--backend", "gloo"])  # fmt: skip
+        doc = allreduce.launch(args)
+        assert taker.stdout is not None and taker.stdout.readline().strip() == "taken"
+    finally:
+        taker.kill()
+        taker.wait()
+    assert doc["cause"] == CAUSE_PORT_TAKEN and doc["port"] == port, doc
+    assert "nobody" in doc["holder"] and "after envtool checked it free" in doc["error"], doc[
+        "error"
+    ]
+
+
+def test_a_failed_run_whose_port_is_free_keeps_its_own_error() -> None:
+    doc = {"schema": ALLREDUCE, "error": "rank 1 died"}
+    rdzv_args = ("--rdzv-endpoint", f"127.0.0.1:{_port()}", "--rdzv-conf", "is_host=true")
+    assert rendezvous.taken_since(rdzv_args, doc) is doc
+    assert rendezvous.taken_since(None, doc) is doc
