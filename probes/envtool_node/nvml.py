@@ -26,6 +26,7 @@ from .gpu_device import visible
 LIBRARY = "libnvidia-ml.so.1"
 INSUFFICIENT_SIZE = 7  # NVML_ERROR_INSUFFICIENT_SIZE
 NOT_AVAILABLE = 2**64 - 1  # NVML_VALUE_NOT_AVAILABLE as an unsigned long long
+DRIVER_BUFFER = 80  # NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
 MAX_ANSWER = 8 * 1024 * 1024
 REAP_S = 1.0  # seconds a killed or finished reader is waited for
 
@@ -137,8 +138,8 @@ def body(library: str = LIBRARY) -> dict[str, Any]:
         out["why"] = why
         return out
     try:
-        buf = ctypes.create_string_buffer(80)  # NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE
-        if nv.call("nvmlSystemGetDriverVersion", buf, c_uint(80)) is None:
+        buf = ctypes.create_string_buffer(DRIVER_BUFFER)
+        if nv.call("nvmlSystemGetDriverVersion", buf, c_uint(DRIVER_BUFFER)) is None:
             out["driver"] = visible(buf.value.decode("ascii", "replace"), 40) or None
         _devices(nv, out)
     finally:

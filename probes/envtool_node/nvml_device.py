@@ -3,7 +3,8 @@ a call this driver lacks or refuses leaves its field null with the reason.
 
 Signatures and layouts from the NVML API reference (docs.nvidia.com/deploy/nvml-api) and
 nvml.h as pynvml (gpuopenanalytics/pynvml pynvml/nvml.py) and nvitop (nvitop/api/libnvml.py)
-bind them; each call cites its own below."""
+bind them; each call cites its own below. tests/node/test_nvml_bindings.py checks every
+structure, constant and function name here against nvidia-ml-py's own (``pynvml``)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,12 @@ from . import gpu_device as dev
 
 Call = Callable[..., "str | None"]
 UNCORRECTED, VOLATILE, AGGREGATE = 1, 0, 1  # nvmlMemoryErrorType_t, nvmlEccCounterType_t
-NVLINK_MAX_LINKS = 18  # NVML_NVLINK_MAX_LINKS (nvml.h, NVML 12)
+ENABLED = 1  # NVML_FEATURE_ENABLED (nvmlEnableState_t), NVML_DEVICE_MIG_ENABLE
+# NVML_NVLINK_MAX_LINKS: 36 since NVML 13 (18 before); the loop stops at a device's last link
+NVLINK_MAX_LINKS = 36
+TEXT_BUFFER = 96  # NVML_DEVICE_NAME_V2_BUFFER_SIZE, NVML_DEVICE_UUID_V2_BUFFER_SIZE
 FABRIC_STATES = ("Not Supported", "Not Started", "In Progress", "Completed")  # nvml.h 0..3
+FABRIC_NOT_SUPPORTED, FABRIC_COMPLETED = 0, 3  # NVML_GPU_FABRIC_STATE_*
 
 
 class PciInfo(ctypes.Structure):
@@ -36,6 +41,9 @@ class MemoryV2(ctypes.Structure):
                 ("free", c_ulonglong), ("used", c_ulonglong)]  # fmt: skip
 
 
+MEMORY_V2 = ctypes.sizeof(MemoryV2) | 2 << 24  # nvml.h's nvmlMemory_v2
+
+
 class MemoryV1(ctypes.Structure):
     """nvmlMemory_t: unsigned long long total, free, used."""
 
@@ -43,15 +51,16 @@ class MemoryV1(ctypes.Structure):
 
 
 class FabricInfo(ctypes.Structure):
-    """nvmlGpuFabricInfo_t: char clusterUuid[16] (NVML_GPU_FABRIC_UUID_LEN); nvmlReturn_t
-    status; unsigned cliqueId; unsigned char state (NVML_GPU_FABRIC_STATE_*)."""
+    """nvmlGpuFabricInfo_t: unsigned char clusterUuid[16] (NVML_GPU_FABRIC_UUID_LEN);
+    nvmlReturn_t status; unsigned cliqueId; nvmlGpuFabricState_t state, an unsigned char in
+    nvml.h (pynvml binds it as a c_uint: the same offset, with three bytes of padding)."""
 
-    _fields_ = [("clusterUuid", c_char * 16), ("status", c_int), ("cliqueId", c_uint),
+    _fields_ = [("clusterUuid", ctypes.c_ubyte * 16), ("status", c_int), ("cliqueId", c_uint),
                 ("state", ctypes.c_ubyte)]  # fmt: skip
 
 
 def _text(call: Call, device: dict[str, Any], key: str, name: str, handle: c_void_p) -> None:
-    buf = ctypes.create_string_buffer(96)  # NVML_DEVICE_NAME_V2/UUID_V2_BUFFER_SIZE
+    buf = ctypes.create_string_buffer(TEXT_BUFFER)
     why = call(name, handle, buf, c_uint(len(buf)))
     text = buf.value.decode("utf-8", "replace")
     if why is None and text.isprintable() and 0 < len(text) <= dev.MAX_TEXT:
@@ -83,7 +92,7 @@ def _pci_and_memory(call: Call, device: dict[str, Any], handle: c_void_p) -> Non
         device["pci_bus_id"] = bus
     else:
         dev.set_unread(device, "pci_bus_id", why or "nvmlDeviceGetPciInfo_v3 gave no bus id")
-    mem2 = MemoryV2(version=ctypes.sizeof(MemoryV2) | 2 << 24)
+    mem2 = MemoryV2(version=MEMORY_V2)
     why = call("nvmlDeviceGetMemoryInfo_v2", handle, byref(mem2))
     mem: Any = mem2
     if why is not None:  # an older driver: v1 counts the reserved memory as used
@@ -105,7 +114,7 @@ def _capability_and_ecc(call: Call, device: dict[str, Any], handle: c_void_p) ->
         dev.set_unread(device, "capability", why)
     modes, why = _uints(call, "nvmlDeviceGetEccMode", handle, 2)  # current, pending
     if why is None:
-        device["ecc_mode"] = modes[0] == 1
+        device["ecc_mode"] = modes[0] == ENABLED
     else:
         dev.set_unread(device, "ecc_mode", why)
     for key, counter in (("ecc_uncorrected_volatile", VOLATILE),
@@ -121,7 +130,7 @@ def _capability_and_ecc(call: Call, device: dict[str, Any], handle: c_void_p) ->
 
 def _pages_and_rows(call: Call, device: dict[str, Any], handle: c_void_p) -> None:
     _one(call, device, "retired_pages_pending", "nvmlDeviceGetRetiredPagesPendingStatus",
-         handle, lambda v: v == 1)  # fmt: skip
+         handle, lambda v: v == ENABLED)  # fmt: skip
     rows, why = _uints(call, "nvmlDeviceGetRemappedRows", handle, 4)  # corr, unc, pending, fail
     for key, value in (("remapped_rows_pending", rows[2]), ("remapped_rows_failure", rows[3])):
         if why is None:
@@ -136,10 +145,11 @@ def _links_and_modes(call: Call, device: dict[str, Any], handle: c_void_p) -> No
                       ("pcie_width_current", "nvmlDeviceGetCurrPcieLinkWidth"),
                       ("pcie_width_max", "nvmlDeviceGetMaxPcieLinkWidth")):  # fmt: skip
         _one(call, device, key, name, handle)
-    _one(call, device, "persistence_mode", "nvmlDeviceGetPersistenceMode", handle, lambda v: v == 1)
+    _one(call, device, "persistence_mode", "nvmlDeviceGetPersistenceMode", handle,
+         lambda v: v == ENABLED)  # fmt: skip
     modes, why = _uints(call, "nvmlDeviceGetMigMode", handle, 2)  # current, pending
     if why is None:
-        device["mig_mode"] = modes[0] == 1
+        device["mig_mode"] = modes[0] == ENABLED
     else:
         dev.set_unread(device, "mig_mode", why)
     values, why = _uints(call, "nvmlDeviceGetComputeMode", handle, 1)
@@ -167,7 +177,7 @@ def _nvlinks(call: Call, device: dict[str, Any], handle: c_void_p) -> None:
         why = call("nvmlDeviceGetNvLinkState", handle, c_uint(link), byref(active))
         if why is not None:  # past the device's last link, or none at all
             break
-        links.append({"link": link, "up": active.value == 1})
+        links.append({"link": link, "up": active.value == ENABLED})
     if links:
         device["nvlinks"] = links
     else:
@@ -181,14 +191,14 @@ def _fabric(
     why = call("nvmlDeviceGetGpuFabricInfo", handle, byref(info))
     if why is None and info.state >= len(FABRIC_STATES):
         why = "unknown fabric state %d" % info.state
-    if why is None and info.state == 0:
+    if why is None and info.state == FABRIC_NOT_SUPPORTED:
         why = "Not Supported"
     if why is not None:
         dev.set_unread(device, "fabric_state", why)
         dev.set_unread(device, "fabric_status", why)
         return
     device["fabric_state"] = FABRIC_STATES[info.state]
-    if info.state == 3:  # the status means something only once the state is Completed
+    if info.state == FABRIC_COMPLETED:  # the status means something only once Completed
         device["fabric_status"] = "Success" if info.status == 0 else error(info.status)
     else:
         dev.set_unread(device, "fabric_status", "fabric state is %s" % FABRIC_STATES[info.state])

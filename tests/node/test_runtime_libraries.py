@@ -2,7 +2,13 @@
 ships, or one shadowing it (this torch's own libc10 copied elsewhere; cuDNN and cuBLAS
 stand-ins built with ``cc -shared`` that answer their version functions), the judge names
 each with what put it there, and NCCL net plugins are found where NCCL's ``dlopen`` looks
-(LD_LIBRARY_PATH, libnccl's folder, PREFIX/lib, the ld.so cache, the system folders)."""
+(LD_LIBRARY_PATH, libnccl's folder, PREFIX/lib, the ld.so cache, the system folders).
+
+The stand-ins that remain, and why: cuDNN and cuBLAS, because their real wheels
+(nvidia-cudnn-cu11, nvidia-cublas-cu11) are hundreds of MB each, too much for the test extras,
+and the tests need three cuDNN parts of two versions, which one real install does not have;
+the net plugins, because no NCCL net plugin ships on PyPI and the search only needs files
+where NCCL's dlopen looks. NCCL and the CUDA runtime are NVIDIA's own (test_runtime_probe)."""
 
 from __future__ import annotations
 

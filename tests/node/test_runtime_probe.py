@@ -1,6 +1,15 @@
 """The runtime part of the probe on real processes: a prefix whose python and torch are the
-locked ones, torch from a user site, a NCCL library preloaded beside the process (a real
-shared object answering ``ncclGetVersion``), and NCCL net plugins on the library path."""
+locked ones, torch from a user site, NCCL net plugins on the library path, and the real CUDA
+libraries the test extras install (pyproject.toml): NVIDIA's libnccl.so.2 2.19.3
+(nvidia-nccl-cu11) preloaded from another folder and mapped from a softlinked prefix's
+package cache, and NVIDIA's libcudart.so.11.0 11.8 (nvidia-cuda-runtime-cu11) preloaded.
+Each is the wheel's file, hard-linked where a test needs it elsewhere (never a copy of the
+176 MB NCCL, unless the two folders are on different file systems).
+
+One stand-in remains, and why: a libcudart built here with cc that answers
+cudaRuntimeGetVersion, because the real one answers it only where a driver is installed (here
+and in CI it returns 35, cudaErrorInsufficientDriver, as it does to cudaGetDeviceCount): the
+test of the real one checks the probe reports what the real library answers, either way."""
 
 from __future__ import annotations
 
@@ -8,12 +17,14 @@ import json
 import shutil
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
 from conftest import Project, require
+from fixtures import runtime as wheels
 from fixtures.prefixes import add_dist_info
-from fixtures.runtime import SHORT, SP, other_torch
+from fixtures.runtime import SHORT, SP, other_torch, stand_in
 
 from envtool import environments
 from envtool.cluster import local
@@ -23,8 +34,56 @@ from envtool.lock import lockfile
 from envtool.models import Environment, Package
 from envtool.protocol.types import HostReport, NetPlugin, NodeFacts
 from envtool.report.labels import words
+from envtool_node.runtime import cudart_version
 
-FAKE_NCCL = "int ncclGetVersion(int *version) { *version = 21903; return 0; }\n"
+CUDART = "int cudaRuntimeGetVersion(int *version) { *version = 11080; return 0; }\n"
+# what the real libcudart answers, asked in a process of its own (no CUDA state in pytest's)
+ASK_CUDART = """
+import ctypes, json, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.cudaGetErrorName.restype = ctypes.c_char_p
+out = {}
+for name in ("cudaRuntimeGetVersion", "cudaGetDeviceCount"):
+    value = ctypes.c_int(-1)
+    code = getattr(lib, name)(ctypes.byref(value))
+    out[name] = [code, value.value, lib.cudaGetErrorName(code).decode()]
+try:
+    ctypes.CDLL("libcuda.so.1")
+    out["driver"] = True
+except OSError:
+    out["driver"] = False
+print(json.dumps(out))
+"""
+
+
+def _real(wheel: tuple[str, str]) -> Path:
+    found = wheels.wheel_library(*wheel)
+    require(found is not None, f"{wheel[0]} is not installed (pip install -e '.[test]')")
+    assert found is not None
+    return found
+
+
+def _elsewhere(wheel: tuple[str, str], tmp_path: Path) -> Path:
+    """The real library hard-linked into ``tmp_path/other``: the wheel's own folder is in the
+    test interpreter's site-packages, which the prefix's torch links into (so its files count
+    as the prefix's own)."""
+    real = _real(wheel)
+    return wheels.hard_link(real, tmp_path / "other" / real.name)
+
+
+def _versions(facts: NodeFacts, library: Path) -> list[str | None]:
+    """The versions the probe read from ``library``: a CUDA torch maps its own libcudart too
+    (another soname), and that one is library-loaded-twice's, not these tests'."""
+    assert facts.runtime is not None
+    return [lib.version for lib in facts.runtime.mapped("cudart") if lib.path == str(library)]
+
+
+@cache
+def _cudart_answers(library: Path) -> dict:
+    argv = [sys.executable, "-c", ASK_CUDART, str(library)]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
+    answers: dict = json.loads(out.stdout)
+    return answers
 
 
 def _check(facts: NodeFacts, prefix: Path, project: Project | None = None) -> list:
@@ -70,16 +129,9 @@ def test_torch_in_a_user_site_is_named(tmp_path: Path, monkeypatch: pytest.Monke
 def test_a_preloaded_nccl_is_mapped_read_and_named(
     runtime_prefix: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A real shared object named libnccl.so.2, preloaded: /proc/self/maps shows it, its own
-    ncclGetVersion says 2.19.3, and the finding names LD_PRELOAD."""
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    require(compiler is not None, "no C compiler (apt-get install gcc libc6-dev)")
-    assert compiler is not None
-    source = tmp_path / "nccl.c"
-    source.write_text(FAKE_NCCL)
-    library = tmp_path / "other" / "libnccl.so.2"
-    library.parent.mkdir()
-    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    """NVIDIA's libnccl.so.2, preloaded from another folder: /proc/self/maps shows it, its
+    own ncclGetVersion says 2.19.3, and the finding names LD_PRELOAD."""
+    library = _elsewhere(wheels.NCCL_WHEEL, tmp_path)
     monkeypatch.setenv("LD_PRELOAD", str(library))
     _, facts = local.facts(runtime_prefix)
     assert facts.runtime is not None
@@ -96,24 +148,64 @@ def test_a_softlinked_prefix_maps_its_own_nccl_from_the_package_cache(
     runtime_prefix: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """conda's always_softlink: the prefix's lib/libnccl.so.2 is a link into the package
-    cache, so /proc/self/maps shows the cache's path. That file is the prefix's own: no
-    loaded-outside-prefix (the probe names the prefix's link to it)."""
-    compiler = shutil.which("cc") or shutil.which("gcc")
-    require(compiler is not None, "no C compiler (apt-get install gcc libc6-dev)")
-    assert compiler is not None
-    source = tmp_path / "nccl.c"
-    source.write_text(FAKE_NCCL)
-    cached = tmp_path / "pkgs" / "nccl-2.19.3.1-h0" / "lib" / "libnccl.so.2"
-    cached.parent.mkdir(parents=True)
-    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(cached), str(source)], check=True)
+    cache (here the real NCCL, hard-linked there), so /proc/self/maps shows the cache's path.
+    That file is the prefix's own: no loaded-outside-prefix (the probe names the link)."""
+    real = _real(wheels.NCCL_WHEEL)
+    cached = wheels.hard_link(real, tmp_path / "pkgs" / "nccl-2.19.3.1-h0" / "lib" / "libnccl.so.2")
     own = runtime_prefix / "lib" / "libnccl.so.2"
     own.symlink_to(cached)
     monkeypatch.setenv("LD_PRELOAD", str(own))  # what torch's RUNPATH would load, in place
     _, facts = local.facts(runtime_prefix)
     assert facts.runtime is not None
     (nccl,) = facts.runtime.mapped("nccl")
-    assert (nccl.path, nccl.linked_from) == (str(cached), str(own))
+    assert (nccl.path, nccl.linked_from, nccl.version) == (str(cached), str(own), "2.19.3")
     assert _check(facts, runtime_prefix) == []
+
+
+def test_the_real_cudart_answers_35_without_a_driver() -> None:
+    """libcudart 11.8 on a machine without libcuda.so.1 (this one, CI): every call, even the
+    runtime's own version, is cudaErrorInsufficientDriver, the real answer of a node without
+    a driver; with a driver it counts the devices and says 11080."""
+    answers = _cudart_answers(_real(wheels.CUDART_WHEEL))
+    if not answers["driver"]:
+        no_driver = [35, -1, "cudaErrorInsufficientDriver"]
+        assert answers["cudaGetDeviceCount"] == answers["cudaRuntimeGetVersion"] == no_driver
+    else:
+        assert answers["cudaRuntimeGetVersion"][:2] == [0, 11080]
+        assert answers["cudaGetDeviceCount"][0] in (0, 100)  # 100: cudaErrorNoDevice
+
+
+def test_a_preloaded_cudart_is_mapped_with_what_it_answers(
+    runtime_prefix: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NVIDIA's libcudart.so.11.0, preloaded from another folder: mapped, named with
+    LD_PRELOAD, and its version is the library's own answer: 11.8 where a driver is
+    installed, none where not (35)."""
+    library = _elsewhere(wheels.CUDART_WHEEL, tmp_path)
+    code, value, _ = _cudart_answers(library)["cudaRuntimeGetVersion"]
+    monkeypatch.setenv("LD_PRELOAD", str(library))
+    _, facts = local.facts(runtime_prefix)
+    assert facts.runtime is not None
+    expected = cudart_version(value) if code == 0 else None
+    assert _versions(facts, library) == [expected]
+    found = [f for f in _check(facts, runtime_prefix) if f.kind is Kind.LOADED_OUTSIDE]
+    assert [(f.subject, f.cause) for f in found] == [("CUDA runtime", runtime.LD_PRELOAD)]
+    assert f"libcudart.so.11.0 at {library.parent}" in (found[0].actual or "")
+
+
+def test_a_cudart_that_answers_its_version_is_read(
+    runtime_prefix: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the real libcudart says only with a driver (a stand-in): cudaRuntimeGetVersion's
+    11080 is 11.8."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    require(compiler is not None, "no C compiler (apt-get install gcc libc6-dev)")
+    assert compiler is not None
+    library = stand_in(compiler, tmp_path / "cuda-11.8" / "lib64" / "libcudart.so.11.0", CUDART)
+    monkeypatch.setenv("LD_PRELOAD", str(library))
+    _, facts = local.facts(runtime_prefix)
+    assert facts.runtime is not None
+    assert _versions(facts, library) == ["11.8"]
 
 
 def test_net_plugins_on_the_library_path_are_listed(
