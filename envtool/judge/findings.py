@@ -118,3 +118,40 @@ def explain(findings: Iterable[Finding], accepted: frozenset[Kind] = frozenset()
             kept = tuple(h for h in f.hosts if h in left)
             out.append(replace(f, hosts=kept, spread=tuple((v, hs) for v, hs in spread if hs)))
     return [replace(f, follows=f.follows + follows.get(id(f), 0)) for f in out]
+
+
+def gpu_indices(subjects: list[str]) -> str:
+    """``GPU 0-3,6``: the GPUs of ``GPU N`` subjects, runs of consecutive indices folded."""
+    numbers = sorted({int(s.removeprefix("GPU ")) for s in subjects})
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return "GPU " + ",".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+
+
+def fold_gpus(found: list[Finding]) -> list[Finding]:
+    """One finding for the GPUs of a node that share it word for word (kind, expected, found,
+    cause): eight slowed cards are ``GPU 0-7``, one finding, not eight (one cause, one
+    finding); any other finding stays as it is, in its place."""
+    groups: dict[tuple[object, ...], list[Finding]] = {}
+    order: list[tuple[object, ...] | Finding] = []
+    for f in found:
+        if not f.subject.removeprefix("GPU ").isdigit() or not f.subject.startswith("GPU "):
+            order.append(f)
+            continue
+        key = (f.kind, f.severity, f.expected, f.actual, f.hosts, f.cause, f.where)
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(f)
+    out = []
+    for item in order:
+        if isinstance(item, Finding):
+            out.append(item)
+            continue
+        same = groups[item]
+        out.append(replace(same[0], subject=gpu_indices([f.subject for f in same])))
+    return out

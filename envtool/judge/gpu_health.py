@@ -10,12 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from envtool.judge import gpu_arch, gpu_xid
 from envtool.judge.cluster_policy import GpuExpect
 from envtool.judge.consensus import differences
-from envtool.judge.findings import Finding, Kind
+from envtool.judge.findings import Finding, Kind, fold_gpus, gpu_indices
 from envtool.judge.gpu_xid import pci_key
 from envtool.judge.rules import severity
 from envtool.protocol.gpu_types import GpuDevice, GpuLayer, GpuProcess
 from envtool.protocol.types import HostReport, NodeFacts
 
+CAUSE_UNSEEN = "unseen"  # gpu-busy: memory held, no holder visible from here
 SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
              "sw_thermal_slowdown")  # fmt: skip
 CAUSE_WIDTH, CAUSE_GEN = "width", "generation"
@@ -49,10 +50,29 @@ def _plain(text: str) -> str:
     return text.translate(str.maketrans(",()", "   "))
 
 
+# MiB a card holds with no process of anyone's: the driver's own and a desktop's display (the
+# RTX 4080 capture, idle: 596 MiB); more than this, or this share of the card, and nobody
+# visible from here holding it, is another container's or PID namespace's job
+UNSEEN_MIB, UNSEEN_SHARE = 1024, 0.05
+
+
+def _unseen(layer: GpuLayer, dev: GpuDevice, expect: GpuExpect, host: str) -> list[Finding]:
+    """Memory held on a card whose process list (readable) shows nobody holding it."""
+    used, total = dev.memory_used_mib, dev.memory_total_mib or 0
+    if used is None or layer.held(dev) or layer.source == "none":
+        return []
+    if used <= max(UNSEEN_MIB, UNSEEN_SHARE * total, expect.foreign_memory_mib):
+        return []
+    allowed = f"at most {expect.foreign_memory_mib} MiB held by other processes"
+    said = (f"{used} of {total or '?'} MiB held by processes not visible from here (another "
+            "container or PID namespace)")  # fmt: skip
+    return [_f(Kind.GPU_BUSY, gpu_name(dev), allowed, said, host, CAUSE_UNSEEN)]
+
+
 def _busy(layer: GpuLayer, dev: GpuDevice, expect: GpuExpect, host: str) -> list[Finding]:
     held = layer.held(dev)
     if not held:
-        return []
+        return _unseen(layer, dev, expect, host)
     known = [p.used_mib for p in held if p.used_mib is not None]
     if len(known) == len(held) and sum(known) <= expect.foreign_memory_mib:
         return []
@@ -79,13 +99,27 @@ def _memory_faults(dev: GpuDevice, host: str) -> list[Finding]:
     return out
 
 
+LOADED_PERCENT, LOADED_PSTATES = 10, ("P0", "P1", "P2")  # busy, and clocked up for it
+
+
+def load(layer: GpuLayer, dev: GpuDevice) -> str:
+    """Why the card counts as under real load ("" when it does not): its utilization and
+    performance state where it reported both (idle links downshift: a P8 card at 0 % merely
+    holding memory is idle); else, from what it held, saying so."""
+    util, pstate = dev.utilization_gpu, dev.pstate
+    if util is not None and pstate is not None:
+        busy = util >= LOADED_PERCENT and pstate in LOADED_PSTATES
+        return f"{util}% utilization, {pstate}" if busy else ""
+    held = bool(layer.held(dev))
+    memory = (dev.memory_used_mib or 0) > 0 and dev.clock_events is not None
+    if held or (memory and "gpu_idle" not in (dev.clock_events or ())):
+        return "memory held, utilization not read"
+    return ""
+
+
 def in_use(layer: GpuLayer, dev: GpuDevice) -> bool:
-    """Under load, from what the part carries (it has no utilization figure): a process
-    holds the GPU, or its memory is in use while the driver does not call it idle."""
-    if layer.held(dev):
-        return True
-    busy_memory = (dev.memory_used_mib or 0) > 0
-    return busy_memory and dev.clock_events is not None and "gpu_idle" not in dev.clock_events
+    """Under real load (``load``)."""
+    return bool(load(layer, dev))
 
 
 def _link_faults(layer: GpuLayer, dev: GpuDevice, host: str) -> list[Finding]:
@@ -100,7 +134,8 @@ def _link_faults(layer: GpuLayer, dev: GpuDevice, host: str) -> list[Finding]:
         expected, actual = f"x{wmax} Gen{gmax}", f"x{w} Gen{g}"
         if w is not None and wmax is not None and w < wmax:
             out.append(_f(Kind.GPU_PCIE_DEGRADED, name, expected, actual, host, CAUSE_WIDTH))
-        elif g is not None and gmax is not None and g < gmax and in_use(layer, dev):
+        elif g is not None and gmax is not None and g < gmax and (how := load(layer, dev)):
+            actual = f"{actual} under load ({how})"
             out.append(_f(Kind.GPU_PCIE_DEGRADED, name, expected, actual, host, CAUSE_GEN))
     links = dev.nvlinks or ()
     down = [str(link.link) for link in links if not link.up]
@@ -156,11 +191,17 @@ def node(report: HostReport, expect: GpuExpect) -> list[Finding]:
         return out
     said: dict[str, set[Kind]] = {}
     for dev in layer.devices:
+        if dev.error:  # listed, not opened: that is the finding, nothing else is known
+            where = f"{dev.pci_bus_id}: " if dev.pci_bus_id else ""
+            out.append(_f(Kind.GPU_UNREADABLE, gpu_name(dev), "a GPU the driver can open",
+                          f"{where}{dev.error}", host))  # fmt: skip
+            said[gpu_name(dev)] = {Kind.GPU_UNREADABLE}
+            continue
         found = _busy(layer, dev, expect, host) + _memory_faults(dev, host)
         found += _link_faults(layer, dev, host) + _settings(dev, expect, host)
         said[gpu_name(dev)] = {f.kind for f in found}
         out += found
-    return out + _xids(layer, said, host)
+    return fold_gpus(out + _xids(layer, said, host))
 
 
 def not_checked(report: HostReport, min_gpus: int) -> list[Finding]:
@@ -180,8 +221,8 @@ def not_checked(report: HostReport, min_gpus: int) -> list[Finding]:
 
 
 def _values(layers: Mapping[str, GpuLayer], get: Callable[[GpuDevice], str]) -> dict[str, str]:
-    return {h: " + ".join(sorted({str(get(d)) for d in layer.devices}))
-            for h, layer in layers.items() if layer.devices}  # fmt: skip
+    return {h: " + ".join(sorted({str(get(d)) for d in layer.devices if not d.error}))
+            for h, layer in layers.items() if any(not d.error for d in layer.devices)}  # fmt: skip
 
 
 def _no_bf16(dev: GpuDevice) -> str:
@@ -243,3 +284,30 @@ def check(
         out += not_checked(r, min_gpus) + node(r, expect)
     layers = {r.host: r.gpus for r in reports if r.gpus is not None and r.gpus.source != "none"}
     return out + across(layers, machines or {}, expect) + policy_unmet(layers, expect)
+
+
+# what a card's health rests on, by group: a group none of whose fields the card could read is
+# not checked on it (row remapping replaced page retirement on A100 and later: either will do)
+HEALTH = (
+    ("ECC errors", ("ecc_uncorrected_volatile", "ecc_uncorrected_aggregate")),
+    ("row remaps or retired pages", ("remapped_rows_pending", "retired_pages_pending")),
+    ("PCIe link", ("pcie_width_current",)),
+)
+
+
+def unread_health(layer: GpuLayer) -> list[tuple[str, str, str]]:
+    """(group, GPUs, why) of each health group a node's cards could not read (``[N/A]``,
+    ``[Unknown Error]``): never a silent pass. ECC counts of a card with ECC off are none to
+    read; a card the driver cannot open is its own finding (gpu-unreadable)."""
+    out = []
+    for group, keys in HEALTH:
+        gpus, why = [], ""
+        for dev in layer.devices:
+            if dev.error or (group == "ECC errors" and dev.ecc_mode is False):
+                continue
+            if all(getattr(dev, k) is None for k in keys):
+                gpus.append(gpu_name(dev))
+                why = why or dict(dev.unread).get(keys[0], "")
+        if gpus:
+            out.append((group, gpu_indices(gpus), why))
+    return out

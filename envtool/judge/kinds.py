@@ -84,6 +84,7 @@ class Kind(str, Enum):
     OTHER_PYTHON = "built-for-another-python"
     # the cards under the environment (judge/gpu_health.py, rows in rules_gpu.py)
     GPU_BUSY = "gpu-busy"
+    GPU_UNREADABLE = "gpu-unreadable"
     GPU_ARCH_UNSUPPORTED = "gpu-arch-unsupported"
     GPU_ECC = "gpu-ecc-uncorrectable"
     GPU_ROW_REMAP = "gpu-row-remap"

@@ -5,6 +5,19 @@ ports, rates, NCCL_IB_HCA and GPUDirect RDMA's module. Findings, no I/O, no text
 One cause, one finding: an interface variable that selects nothing explains that node's
 failed all-reduce (rules_network.py) and its ``nccl-env-differs`` about that variable
 (``one_cause``).
+
+Which IB/RoCE ports NCCL would use is NCCL's own rule (net_ib.cc, ncclIbInit): every port
+whose state is ACTIVE (link layer InfiniBand or Ethernet) that ``NCCL_IB_HCA`` selects, all
+of them where it is unset; a port that is not ACTIVE is skipped without a word, named or not,
+and where none is left NCCL falls back to sockets. So a port that is not up among those
+``NCCL_IB_HCA`` selects is ``ib-port-down``, an error: NCCL runs on fewer rails than the node
+has, or on sockets. Except a port switched off (phys_state ``Disabled``: ``ibportstate ...
+disable`` on IB; on RoCE its netdev down or without carrier, as the drivers write it): that
+one is an error only where NCCL would select it, that is where an ``NCCL_IB_HCA`` list names
+it (a prefix, ``=`` a whole name, ``:port``; a ``^`` list names what to leave out) or where no
+other port NCCL would use on the node is up (its only rail: NCCL finds no IB device there).
+Elsewhere it is info: the node's other ports carry NCCL, as an admin who switched a spare
+port off expects; a port a ``^`` list leaves out is not judged at all.
 """
 
 from __future__ import annotations
@@ -12,13 +25,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from envtool.judge.consensus import Machines, differences, without_hosts
-from envtool.judge.findings import Finding, Kind
+from envtool.judge.findings import Finding, Kind, Severity
 from envtool.judge.rules import severity
 from envtool.protocol.net_types import IbPort, Infiniband, Interface, Network
 from envtool.protocol.types import HostReport
 from envtool_node.infiniband import parse_list
 
 NOTHING = "no interface up with an address"
+# why an ib-port-down's port is down where it is switched off (phys_state Disabled)
+OFF_NAMED = "switched off, named"  # an NCCL_IB_HCA list selects it (error)
+OFF_ONLY = "switched off, no other port"  # no other port NCCL would use is up (error)
+OFF_ASIDE = "switched off, left out"  # the node's other ports carry NCCL (info)
 
 
 def _has(net: Network) -> str:
@@ -84,13 +101,29 @@ def _used(ib: Infiniband) -> list[IbPort]:
     return [p for p in ib.ports if hit(p) != exclude]
 
 
+def _off(ib: Infiniband, used: list[IbPort]) -> str:
+    """Why a port switched off matters (OFF_NAMED, OFF_ONLY) or does not (OFF_ASIDE)."""
+    if ib.hca_variable and not parse_list(ib.hca_variable)[0]:
+        return OFF_NAMED
+    return OFF_ASIDE if any(p.up for p in used) else OFF_ONLY
+
+
+def _down(host: str, ib: Infiniband) -> list[Finding]:
+    """The ports NCCL would use that are not up (the module's docstring says which)."""
+    used, kind, out = _used(ib), Kind.IB_PORT_DOWN, []
+    for port in used:
+        if port.up:
+            continue
+        cause = _off(ib, used) if port.disabled else ""
+        level = Severity.INFO if cause == OFF_ASIDE else severity(kind)
+        actual = f"{port.state or '?'} / {port.phys_state or '?'}"
+        out.append(Finding(kind, level, port.name, "ACTIVE / LinkUp", actual, (host,),
+                           cause=cause))  # fmt: skip
+    return out
+
+
 def _ib_checks(host: str, ib: Infiniband, gpus: bool) -> list[Finding]:
-    out = []
-    for port in _used(ib):
-        if not port.up:
-            kind, actual = Kind.IB_PORT_DOWN, f"{port.state or '?'} / {port.phys_state or '?'}"
-            out.append(Finding(kind, severity(kind), port.name, "ACTIVE / LinkUp", actual,
-                               (host,)))  # fmt: skip
+    out = _down(host, ib)
     if ib.hca_missing:
         devices = ", ".join(sorted({p.device for p in ib.ports})) or "no IB device"
         kind = Kind.IB_HCA_MISSING

@@ -9,12 +9,14 @@ findings.explain applies the table's ``explains`` column: one cause, one finding
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from envtool.judge.kinds import EVERYTHING, Check, Kind, Rule, Severity
 from envtool.judge.rules_gpu import GPU_RULES
 from envtool.judge.rules_network import NETWORK_RULES
 from envtool.judge.rules_packages import CONSISTENCY_RULES, LOCK_RULES
 
-__all__ = ["EVERYTHING", "RULES", "Rule", "check_of", "severity"]
+__all__ = ["EVERYTHING", "MACHINE", "RULES", "Rule", "check_of", "explains_check", "severity"]
 
 # Each entry: check, severity, lenient; cause; fix line; docs' fix; what it explains away.
 # fmt: off
@@ -170,10 +172,13 @@ RULES: dict[Kind, Rule] = {
         "no conda environment where envtool looked: with `--prefix`, that prefix has no "
         "`bin/python` (or no `conda-meta/`); else no environment of the lock's name (its "
         "`environment.yml`'s `name`) in conda's env dirs nor at `$CONDA_PREFIX`. The finding "
-        "lists what was searched; no other python is probed in its place",
+        "lists what was searched; no other python is probed in its place. What the node read "
+        "of its machine without the environment (the GPUs, the network, the limits) is still "
+        "judged and listed beside it: a held or lost GPU does not follow from a missing "
+        "environment",
         "envtool install --lockfile conda-lock.yml --prefix PREFIX on the node (or pass --prefix)",
         "`envtool install ... --prefix PREFIX` on the node, or pass `--prefix`",
-        EVERYTHING,
+        EVERYTHING,  # less the machine's kinds (MACHINE, below)
     ),
     Kind.NOT_CHECKED: Rule(
         Check.REACHABLE, Severity.ERROR, None,
@@ -225,6 +230,19 @@ RULES: dict[Kind, Rule] = {
     **NETWORK_RULES,  # the network and the limits: rules_network.py
 }
 # fmt: on
+
+# what a node reads of its machine without the environment (cluster/here, the node package's
+# gpus, network and limits parts): a missing environment explains none of it
+MACHINE = frozenset(
+    {*GPU_RULES, *NETWORK_RULES} - {Kind.GPU_ARCH_UNSUPPORTED}  # torch's arch list: the env's
+)
+RULES[Kind.ENV_MISSING] = replace(RULES[Kind.ENV_MISSING], explains=EVERYTHING - MACHINE)
+
+
+def explains_check(kind: Kind, check: Check) -> bool:
+    """Whether ``kind`` explains every finding of ``check`` on its hosts (that check did not
+    run there: JUnit's <skipped>)."""
+    return all(k in RULES[kind].explains for k, r in RULES.items() if r.check is check)
 
 
 def check_of(kind: Kind) -> Check:

@@ -67,6 +67,18 @@ GPU_RULES: dict[Kind, Rule] = {
         "memory pages waiting to be retired (GPUs before Ampere; a reset retires them)",
         _DRAIN, _DRAIN_DOCS,
     ),
+    Kind.GPU_UNREADABLE: Rule(
+        Check.GPU, Severity.ERROR, None,
+        "the driver lists a GPU it cannot open: nvidia-smi prints \"Unable to determine the "
+        "device handle for GPU 0000:xx:00.0: GPU is lost. Reboot the system to recover this "
+        "GPU\" (or \"Unknown Error\") in its place and exits 15, NVML's handle call fails. "
+        "The finding names its bus id and the tool's own words; nothing else is judged of that "
+        "card, and no job can use it",
+        "drain the node; reboot it to recover {subject} (reseat or replace it if it is lost "
+        "again)",
+        "drain the node, reboot it (`GPU is lost` needs a reboot), reseat or replace the GPU if "
+        "it is lost again; `nvidia-bug-report.sh` for NVIDIA",
+    ),
     Kind.GPU_XID: Rule(
         Check.GPU, Severity.ERROR, None,
         "the NVIDIA driver logged an Xid since boot whose first action in NVIDIA's Xid catalog "
@@ -186,6 +198,7 @@ ACTIONS: dict[Kind, Action] = {
     Kind.GPU_ROW_REMAP: Action.RESET_GPU,
     Kind.GPU_RETIRED_PAGES: Action.RESET_GPU,
     Kind.GPU_XID: Action.DRAIN,
+    Kind.GPU_UNREADABLE: Action.DRAIN,
     Kind.GPU_XID_APP: Action.RESTART_APP,
     Kind.GPU_FABRIC: Action.DRAIN,
     Kind.GPU_NVLINK_DOWN: Action.REPLACE,

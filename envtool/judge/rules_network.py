@@ -50,12 +50,21 @@ NETWORK_RULES: dict[Kind, Rule] = {
     ),
     Kind.IB_PORT_DOWN: Rule(
         Check.NETWORK, Severity.ERROR, None,
-        "an InfiniBand/RoCE port NCCL would use (all, or those `NCCL_IB_HCA` selects) is not "
-        "`ACTIVE` / `LinkUp` (`/sys/class/infiniband/DEV/ports/N/state`, `phys_state`)",
+        "an InfiniBand/RoCE port NCCL would use (all, or those `NCCL_IB_HCA` selects: "
+        "prefixes, `=` whole names, `^` to exclude, `:port`) is not `ACTIVE` / `LinkUp` "
+        "(`/sys/class/infiniband/DEV/ports/N/state`, `phys_state`, read in any form they are "
+        "written: `4: ACTIVE`, `ACTIVE`, `4`; a `phys_state` that says `ACTIVE` is up): NCCL "
+        "skips it without a word and runs on fewer rails, or on sockets where none is left. A "
+        "port switched off (`phys_state` `Disabled`: `ibportstate ... disable`; on RoCE, its "
+        "netdev down or without carrier) is an error only where NCCL would select it: an "
+        "`NCCL_IB_HCA` list names it, or no other port NCCL would use on the node is up. "
+        "Elsewhere it is info, not an error (the node's other ports carry NCCL; a spare port "
+        "switched off is an admin's choice), and a port a `^` list leaves out is not judged",
         "bring port {subject} up (cable, switch port, subnet manager: ibstat), or leave it "
         "out of NCCL_IB_HCA",
-        "check the cable, switch port and subnet manager (`ibstat`); or exclude the port in "
-        "`NCCL_IB_HCA`",
+        "check the cable, switch port and subnet manager (`ibstat`); a port switched off: "
+        "enable it (`ibportstate`; RoCE: `ip link set NETDEV up`); or exclude the port in "
+        "`NCCL_IB_HCA` (`^=mlx5_1:1`)",
     ),
     Kind.IB_RATE_DIFFERS: Rule(
         Check.NETWORK, Severity.WARNING, None,

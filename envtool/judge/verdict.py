@@ -156,9 +156,9 @@ def _on(hosts: list[str]) -> str:
 
 def unread(reports: list[HostReport]) -> tuple[str, ...]:
     """What a node sent its part for but could not read, so no finding can rest on it: the
-    size of /dev/shm, and on a node with GPUs its kernel's Xid log (``dmesg_restrict`` for a
-    user that is not root). Said beside "all good" and in ``unchecked``, with the first
-    node's reason."""
+    size of /dev/shm, on a node with GPUs its kernel's Xid log (``dmesg_restrict`` for a
+    user that is not root), and each health field group its cards could not read. Said
+    beside "all good" and in ``unchecked``, with the first node's reason."""
     shm = [(r.host, r.limits.shm_error) for r in reports if r.limits and r.limits.shm_bytes is None]
     xid = [(r.host, r.gpus.xid.why or "") for r in reports
            if r.gpus is not None and r.gpus.devices and not r.gpus.xid.read]  # fmt: skip
@@ -171,7 +171,18 @@ def unread(reports: list[HostReport]) -> tuple[str, ...]:
         if found:
             why = f": {found[0][1][:120]}" if found[0][1] else ""
             out.append(f"{what} on {_on([h for h, _ in found])} ({how}{why})")
-    return tuple(out)
+    return tuple(out) + _health(reports)
+
+
+def _health(reports: list[HostReport]) -> tuple[str, ...]:
+    """Each card health group a node could not read (gpu_health.unread_health), hosts alike
+    said once: ``ECC errors on gpu01, gpu02 GPU 0-7 (not readable there: [N/A])``."""
+    by: dict[tuple[str, str, str], list[str]] = {}
+    for r in reports:
+        for group, gpus, why in gpu_health.unread_health(r.gpus) if r.gpus is not None else ():
+            by.setdefault((group, gpus, why[:120]), []).append(r.host)
+    return tuple(f"{group} on {_on(hosts)} {gpus} (not readable there{': ' + why if why else ''})"
+                 for (group, gpus, why), hosts in by.items())  # fmt: skip
 
 
 def _unreadable(envs: dict[str, Environment]) -> list[Finding]:

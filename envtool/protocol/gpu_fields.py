@@ -5,6 +5,7 @@ anything else ``Malformed`` (that node's problem, never a crash)."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from envtool.protocol.fields import MAX_INT, Malformed, count, listing, mapping, string
@@ -79,12 +80,21 @@ _FLAGS = ("ecc_mode", "retired_pages_pending", "remapped_rows_pending", "remappe
           "persistence_mode", "mig_mode")  # fmt: skip
 
 
+def _pstate(doc: dict[str, Any]) -> str | None:
+    """``P0`` .. ``P15`` (None: not read); anything else is Malformed."""
+    text = string(doc, "pstate", 4)
+    if text is not None and not re.fullmatch(r"P(1[0-5]|[0-9])", text):
+        raise Malformed("'pstate' must be P0 to P15")
+    return text
+
+
 def read_device(value: Any) -> GpuDevice:
     """One entry of ``devices``."""
     doc = mapping(value, "a GPU entry")
     ints: dict[str, Any] = {k: _optional_int(doc, k, MAX_MIB) for k in _MIB}
     ints.update({k: _optional_int(doc, k) for k in _COUNTS})
     ints.update({k: _optional_int(doc, k, 64) for k in _PCIE})
+    ints["utilization_gpu"] = _optional_int(doc, "utilization_gpu", 100)
     ints.update({k: _optional_bool(doc, k) for k in _FLAGS})
     index = count(doc, "index")
     if index >= MAX_GPUS * 16:
@@ -100,7 +110,9 @@ def read_device(value: Any) -> GpuDevice:
         nvlinks=_nvlinks(doc.get("nvlinks")),
         fabric_state=string(doc, "fabric_state", 40),
         fabric_status=string(doc, "fabric_status", 80),
+        pstate=_pstate(doc),
         unread=_unread(doc.get("unread")),
+        error=string(doc, "error", 300) or "",
         **ints,
     )
 

@@ -43,7 +43,10 @@ class GpuDevice:
     nvlinks: tuple[NvLink, ...] | None = None
     fabric_state: str | None = None
     fabric_status: str | None = None
+    utilization_gpu: int | None = None  # percent busy over the last sample period
+    pstate: str | None = None  # the performance state, P0 (most) to P15 (least)
     unread: tuple[tuple[str, str], ...] = ()  # field → why it could not be read
+    error: str = ""  # the driver lists it but cannot open it: the tool's words ("GPU is lost")
 
 
 @dataclass(frozen=True)

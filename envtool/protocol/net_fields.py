@@ -9,6 +9,7 @@ from typing import Any
 from envtool.protocol import schemas
 from envtool.protocol.fields import Malformed, count, listing, mapping, string, strings
 from envtool.protocol.net_types import IbPort, IfSelection, Infiniband, Interface, Network
+from envtool_node.infiniband import phys_state, port_state
 
 MAX_INTERFACES, MAX_ADDRESSES, MAX_PORTS, MAX_NAMES = 256, 32, 256, 64
 NAME = 64  # an interface or device name (the kernel's are 15 characters)
@@ -74,8 +75,8 @@ def _port(value: Any) -> IbPort:
     return IbPort(
         string(doc, "device", NAME) or "?",
         count(doc, "port"),
-        string(doc, "state", 40),
-        string(doc, "phys_state", 40),
+        port_state(string(doc, "state", 40)),  # the kernel's words, whatever an older node
+        phys_state(string(doc, "phys_state", 40)),  # sent (its bare "4", ibstat's "Active")
         _rate(doc),
         string(doc, "rate", 80),
         string(doc, "link_layer", 40),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 ACTIVE, LINK_UP = "ACTIVE", "LinkUp"  # an IB port that carries traffic: its state, phys_state
+DISABLED = "Disabled"  # phys_state 3: switched off (IB), its netdev down or no carrier (RoCE)
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,8 @@ class IbPort:
 
     device: str
     port: int
-    state: str | None  # ACTIVE, DOWN, INIT, ARMED
-    phys_state: str | None  # LinkUp, Polling, Disabled, ...
+    state: str | None  # the kernel's words (envtool_node.infiniband.STATES): ACTIVE, DOWN, ...
+    phys_state: str | None  # its PHYS_STATES: LinkUp, Polling, Disabled, ... or as written
     rate_gbps: float | None
     rate: str | None  # the kernel's words: "200 Gb/sec (4X HDR)"
     link_layer: str | None  # InfiniBand | Ethernet (RoCE)
@@ -51,8 +52,14 @@ class IbPort:
 
     @property
     def up(self) -> bool:
-        """The port carries traffic: ACTIVE and LinkUp."""
-        return self.state == ACTIVE and self.phys_state == LINK_UP
+        """The port carries traffic: ACTIVE and LinkUp (or a phys_state that says ACTIVE, as
+        prometheus/procfs's recorded mlx5_0 writes it: a link that says it is active is up)."""
+        return self.state == ACTIVE and self.phys_state in (LINK_UP, ACTIVE)
+
+    @property
+    def disabled(self) -> bool:
+        """Down because it is switched off (phys_state Disabled), not for want of a link."""
+        return not self.up and self.phys_state == DISABLED
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,9 @@ def _subject(f: Finding) -> str:
 
 
 def _said(f: Finding) -> str:
+    if f.kind is Kind.TOO_FEW_GPUS:  # a reason, not a kind and a bare subject ("GPUs")
+        digits = "".join(c for c in f.actual if c.isdigit())[:4] or "?"
+        return f"{f.kind.value}: {digits} GPUs, expected {f.expected}"
     said = f"{f.kind.value} {_subject(f)}"
     if f.kind is Kind.GPU_BUSY:  # the pids, so the admin knows what to stop
         pids = ",".join(busy_pids(f))

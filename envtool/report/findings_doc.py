@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from envtool.judge.rules import EVERYTHING, RULES, Rule
+from envtool.judge.rules import EVERYTHING, MACHINE, RULES, Rule
 
 _HEAD = """# Finding kinds
 
@@ -40,6 +40,8 @@ finding explains it.
 def _explains(rule: Rule) -> str:
     if rule.explains == EVERYTHING:
         return "every other finding on its hosts"
+    if rule.explains == EVERYTHING - MACHINE:
+        return "every other finding on its hosts but the GPU, network and limits ones"
     return ", ".join(f"`{k.value}`" for k in sorted(rule.explains, key=lambda k: k.value))
 
 

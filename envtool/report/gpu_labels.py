@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 
 from envtool.judge.findings import Finding, Kind, Severity
-from envtool.judge.gpu_health import CAUSE_FAILURE, CAUSE_GEN, SUBJECT_HEALTH
+from envtool.judge.gpu_health import CAUSE_FAILURE, CAUSE_UNSEEN, SUBJECT_HEALTH
 from envtool.judge.rules import RULES
 from envtool.judge.rules_gpu import ACTIONS, DRAINING
 from envtool.judge.xid_catalog import Resolution
@@ -22,6 +22,10 @@ def gpu_words(f: Finding) -> tuple[str, str, str] | None:
     fix = RULES[f.kind].fix.format(subject=f.subject)
     if f.kind is Kind.NOT_CHECKED:
         fix = "install the NVIDIA driver and nvidia-smi on the node, or pass --min-gpus 0"
+    elif f.kind is Kind.GPU_BUSY and f.cause == CAUSE_UNSEEN:
+        fix = ("find the job that holds it where its processes show (nvidia-smi on the host, "
+               "outside this container or PID namespace), or use other GPUs")  # fmt: skip
+        return f.expected, f"{f.subject}: {f.actual}", fix
     elif f.kind is Kind.GPU_BUSY:
         pids = ", ".join(busy_pids(f))
         fix = f"stop pid {pids} or use other GPUs (CUDA_VISIBLE_DEVICES)"
@@ -33,8 +37,6 @@ def gpu_words(f: Finding) -> tuple[str, str, str] | None:
         return f.expected, f"torch's arch list: {f.actual}", fix
     elif f.kind is Kind.GPU_ROW_REMAP and f.cause == CAUSE_FAILURE:
         fix = f"drain the node; replace {f.subject} (its spare rows are used up)"
-    elif f.kind is Kind.GPU_PCIE_DEGRADED and f.cause == CAUSE_GEN:
-        return f.expected, f"{f.actual} under load", fix
     elif f.kind in (Kind.GPU_XID, Kind.GPU_XID_APP):
         fix = xid_fix(f)
     return f.expected, f.actual, fix

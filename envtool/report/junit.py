@@ -5,8 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from envtool.judge.findings import Check, Kind
-from envtool.judge.kinds import EVERYTHING
-from envtool.judge.rules import RULES, check_of
+from envtool.judge.rules import check_of, explains_check
 from envtool.protocol.verify_report import HostEntry, VerifyDocument
 
 
@@ -16,11 +15,7 @@ def _not_run(doc: VerifyDocument, host: HostEntry, check: Check) -> str:
     part from the node (an older node, or the part failed)."""
     for f in doc.findings:
         kind = Kind(f.kind)
-        if (
-            host.host in f.hosts
-            and RULES[kind].explains == EVERYTHING
-            and check_of(kind) is not check
-        ):
+        if host.host in f.hosts and check_of(kind) is not check and explains_check(kind, check):
             return f"not checked: {f.kind} on this host"
     if check is Check.LOCK and doc.lockfile is None:
         return "not checked: no lock (--no-lock)"

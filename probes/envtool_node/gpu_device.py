@@ -30,6 +30,8 @@ FIELDS = (
     "nvlinks",
     "fabric_state",
     "fabric_status",
+    "utilization_gpu",
+    "pstate",
 )
 # Clock-event reasons by nvidia-smi's field suffix (clocks_event_reasons.<name>) and NVML's bit
 # (nvml.h nvmlClocksEventReason*: GpuIdle 0x1, ApplicationsClocksSetting 0x2, SwPowerCap 0x4,
@@ -55,6 +57,19 @@ def blank(index: int) -> dict[str, Any]:
     device: dict[str, Any] = {"index": index}
     device.update((key, None) for key in FIELDS)
     device["unread"] = {}
+    return device
+
+
+def unreachable(index: int, error: str, pci_bus_id: str | None = None) -> dict[str, Any]:
+    """A device the driver lists but cannot open (``GPU is lost``, ``Unknown Error``): its
+    ``error`` in the tool's own words, every field unread for that reason."""
+    device = blank(index)
+    for key in FIELDS:
+        set_unread(device, key, error)
+    if pci_bus_id:
+        device["pci_bus_id"] = visible(pci_bus_id, 40)
+        device["unread"].pop("pci_bus_id", None)
+    device["error"] = visible(error, 300)
     return device
 
 

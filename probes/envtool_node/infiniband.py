@@ -5,6 +5,15 @@ GPUDirect RDMA module (``nvidia_peermem``, or the older ``nv_peer_mem``) is load
 Python 3.9, standard library only. Every read is bounded; a file that cannot be read is
 null, never an exception. A node without IB where nothing asks for it reports
 ``present: false`` and nothing else to judge.
+
+A port's ``state`` and ``phys_state`` are sent as the kernel's words (``ACTIVE``, ``LinkUp``,
+``Disabled``), whichever real form the file holds: the kernel's ``4: ACTIVE`` / ``5: LinkUp``
+(drivers/infiniband/core/sysfs.c), a bare word or a bare number (recorded trees), another
+tool's spelling (ibstat's ``Active``, ibv_devinfo's ``PORT_ACTIVE (4)``, ``LINK_UP (5)``). A
+word is read as written where it is known, the number only stands in for a missing word:
+prometheus/procfs's recorded mlx5_0 writes ``4: ACTIVE`` in ``phys_state``, and that is read
+as ``ACTIVE`` (judge/network.py takes it for a link that is up), not as phys_state 4
+(PortConfigurationTraining).
 """
 
 from __future__ import annotations
@@ -41,11 +50,56 @@ def _listing(path: str, limit: int) -> list[str]:
         return []
 
 
-def _after_colon(text: str | None) -> str | None:
-    """``4: ACTIVE`` → ``ACTIVE`` (the kernel prints the number, then the name)."""
+# The kernel's words by number (sysfs.c: state_show, phys_state_to_str); 0 is no state
+STATES = ("NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER")
+PHYS_STATES = ("<unknown>", "Sleep", "Polling", "Disabled", "PortConfigurationTraining",
+               "LinkUp", "LinkErrorRecovery", "Phy Test")  # fmt: skip
+
+
+def _key(word: str) -> str:
+    return "".join(c for c in word.lower() if c.isascii() and c.isalnum())
+
+
+# every spelling by its key: the kernel's, ibstat's (Active, Initializing, PhyTest) and
+# ibv_devinfo's (PORT_ACTIVE, LINK_UP, its "PORT_CONFIGURATION TRAINNING"); and in phys_state
+# the logical state's ACTIVE, as procfs's recorded mlx5_0 writes it
+_STATE_WORDS = {**{_key(w): w for w in STATES}, **{"port" + _key(w): w for w in STATES},
+                "initializing": "INIT"}  # fmt: skip
+_PHYS_WORDS = {**{_key(w): w for w in PHYS_STATES}, "active": "ACTIVE",
+               "portconfigurationtrainning": "PortConfigurationTraining"}  # fmt: skip
+
+
+def _split(text: str) -> tuple[int | None, str]:
+    """``4: ACTIVE``, ``PORT_ACTIVE (4)``, ``4``, ``ACTIVE`` → (number or None, word)."""
+    head, colon, tail = text.partition(":")
+    if colon and digits(head.strip()):
+        return int(head), tail.strip()
+    word, paren, number = text.rstrip(")").rpartition("(")
+    if paren and text.endswith(")") and digits(number.strip()):
+        return int(number), word.strip()
+    return (int(text), "") if digits(text) else (None, text)
+
+
+def _word(text: str | None, names: tuple[str, ...], words: dict[str, str]) -> str | None:
     if text is None:
         return None
-    return text.partition(":")[2].strip() if ":" in text else text
+    number, word = _split(text.strip())
+    if word:
+        return words.get(_key(word), word)
+    if number is not None and number < len(names):
+        return names[number]
+    return text.strip() or None
+
+
+def port_state(text: str | None) -> str | None:
+    """A port's ``state`` as the kernel's word (``4: ACTIVE``, ``Active``, ``4`` → ACTIVE)."""
+    return _word(text, STATES, _STATE_WORDS)
+
+
+def phys_state(text: str | None) -> str | None:
+    """A port's ``phys_state`` as the kernel's word (``3: Disabled``, ``DISABLED (3)``, ``3``
+    → Disabled); procfs's ``4: ACTIVE`` → ACTIVE; a word no table has is kept as written."""
+    return _word(text, PHYS_STATES, _PHYS_WORDS)
 
 
 def _gbps(rate: str | None) -> float | None:
@@ -62,8 +116,8 @@ def _port(root: str, device: str, port: str) -> dict[str, Any]:
     return {
         "device": device,
         "port": int(port),
-        "state": _after_colon(read_text(os.path.join(here, "state"))),
-        "phys_state": _after_colon(read_text(os.path.join(here, "phys_state"))),
+        "state": port_state(read_text(os.path.join(here, "state"))),
+        "phys_state": phys_state(read_text(os.path.join(here, "phys_state"))),
         "rate_gbps": _gbps(rate),
         "rate": rate,
         "link_layer": read_text(os.path.join(here, "link_layer")),

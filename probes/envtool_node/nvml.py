@@ -114,11 +114,8 @@ def _devices(nv: Nvml, body: dict[str, Any]) -> None:
     for index in range(min(count.value, 64)):
         handle = c_void_p()
         why = nv.call("nvmlDeviceGetHandleByIndex_v2", c_uint(index), byref(handle))
-        if why is not None:  # every field says so; the device still counts
-            device = gpu_device.blank(index)
-            for key in gpu_device.FIELDS:
-                gpu_device.set_unread(device, key, why)
-            body["devices"].append(device)
+        if why is not None:  # listed but not opened (GPU is lost): it counts, and says so
+            body["devices"].append(gpu_device.unreachable(index, why))
             continue
         device = nvml_device.read(nv.call, nv.error, index, handle)
         body["devices"].append(device)

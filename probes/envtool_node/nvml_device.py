@@ -50,6 +50,12 @@ class MemoryV1(ctypes.Structure):
     _fields_ = [("total", c_ulonglong), ("free", c_ulonglong), ("used", c_ulonglong)]
 
 
+class Utilization(ctypes.Structure):
+    """nvmlUtilization_t: percent of the last sample period the GPU (and its memory) was busy."""
+
+    _fields_ = [("gpu", c_uint), ("memory", c_uint)]
+
+
 class FabricInfo(ctypes.Structure):
     """nvmlGpuFabricInfo_t: unsigned char clusterUuid[16] (NVML_GPU_FABRIC_UUID_LEN);
     nvmlReturn_t status; unsigned cliqueId; nvmlGpuFabricState_t state, an unsigned char in
@@ -170,6 +176,25 @@ def _clocks(call: Call, device: dict[str, Any], handle: c_void_p) -> None:
         dev.set_unread(device, "clock_events", why)
 
 
+PSTATE_UNKNOWN = 32  # NVML_PSTATE_UNKNOWN
+
+
+def _load(call: Call, device: dict[str, Any], handle: c_void_p) -> None:
+    """Utilization and performance state: what tells real load from memory merely held."""
+    rates = Utilization()
+    why = call("nvmlDeviceGetUtilizationRates", handle, byref(rates))
+    if why is None:
+        device["utilization_gpu"] = int(rates.gpu)
+    else:
+        dev.set_unread(device, "utilization_gpu", why)
+    state = c_uint(PSTATE_UNKNOWN)
+    why = call("nvmlDeviceGetPerformanceState", handle, byref(state))
+    if why is None and state.value < PSTATE_UNKNOWN:
+        device["pstate"] = "P%d" % state.value
+    else:
+        dev.set_unread(device, "pstate", why or "unknown performance state")
+
+
 def _nvlinks(call: Call, device: dict[str, Any], handle: c_void_p) -> None:
     links: list[dict[str, Any]] = []
     for link in range(NVLINK_MAX_LINKS):
@@ -210,7 +235,7 @@ def read(call: Call, error: Callable[[int], str], index: int, handle: c_void_p) 
     _text(call, device, "name", "nvmlDeviceGetName", handle)
     _text(call, device, "uuid", "nvmlDeviceGetUUID", handle)
     for part in (_pci_and_memory, _capability_and_ecc, _pages_and_rows, _links_and_modes,
-                 _clocks, _nvlinks):  # fmt: skip
+                 _clocks, _load, _nvlinks):  # fmt: skip
         part(call, device, handle)
     _fabric(call, error, device, handle)
     return dev.settle(device)

@@ -86,6 +86,8 @@ GPU_FIELDS: dict[str, tuple[str, Parse]] = {
     "compute_mode": ("compute_mode", _MODE),
     "fabric.state": ("fabric_state", _text),
     "fabric.status": ("fabric_status", _text),
+    "utilization.gpu": ("utilization_gpu", _int),
+    "pstate": ("pstate", _text),
 }
 QUERY = ("index", "driver_version", *GPU_FIELDS, *(EVENTS + n for n, _ in dev.CLOCK_EVENTS))
 
@@ -144,6 +146,32 @@ def device_of(row: dict[str, str], position: int, missing: dict[str, str]) -> di
     _clock_events(device, row)
     dev.set_unread(device, "nvlinks", "nvidia-smi --query-gpu does not report NVLink states")
     return dev.settle(device)
+
+
+# what nvidia-smi prints in a device's place when the driver lists it but cannot open it:
+# "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error", "... for
+# GPU0000:07:00.0: GPU is lost.  Reboot the system to recover this GPU" (exit 15)
+LOST = re.compile(
+    r"Unable to (?:determine|detect) the device handle for GPU ?"
+    r"([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?): *(.{1,240})"
+)
+
+
+def devices(text: str, fields: list[str], missing: dict[str, str]) -> list[dict[str, Any]]:
+    """Each GPU in the order nvidia-smi printed them: a row, or a device it could not open
+    (LOST) in that GPU's place, its bus id and nvidia-smi's own words kept."""
+    out: list[dict[str, Any]] = []
+    for line in text.splitlines():
+        lost = LOST.search(line)
+        if lost is not None:
+            words = "nvidia-smi: " + lost.group(0)
+            out.append(dev.unreachable(len(out), words, lost.group(1)))
+            continue
+        values = line.split(", ")
+        if len(values) == len(fields):
+            row = dict(zip(fields, (v.strip() for v in values)))
+            out.append(device_of(row, len(out), missing))
+    return out
 
 
 def rows(text: str, fields: list[str]) -> list[dict[str, str]]:
@@ -221,15 +249,17 @@ def _body(
     gpus_ran: Ran, apps_ran: Ran, fields: list[str], missing: dict[str, str], deadline_s: float
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"driver": None, "why": None, "devices": [], "processes": []}
-    found = rows(gpus_ran.out.decode("utf-8", "replace"), fields)
+    text = gpus_ran.out.decode("utf-8", "replace")
+    found = rows(text, fields)
     failure = _failure(gpus_ran)
+    body["devices"] = devices(text, fields, missing) if gpus_ran.failure is None else []
     if not found:
-        text = gpus_ran.out.decode("utf-8", "replace").strip()
         body["why"] = failure or (
-            "nvidia-smi printed no readable row: %s" % _first_line(gpus_ran) if text else None
+            "nvidia-smi printed no readable row: %s" % _first_line(gpus_ran)
+            if text.strip()
+            else None
         )
         return body
-    body["devices"] = [device_of(row, i, missing) for i, row in enumerate(found)]
     drivers = {r.get("driver_version", "") for r in found}
     driver = drivers.pop() if len(drivers) == 1 else ""
     body["driver"] = driver if re.fullmatch(r"[0-9][0-9.]{0,30}", driver) else None

@@ -5,6 +5,10 @@ cause, one finding through the verdict."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from fixtures import ib_tree
 
 from envtool.judge import network
 from envtool.judge.cluster_policy import ClusterPolicy
@@ -171,3 +175,94 @@ def test_gloo_on_loopback_is_named_where_the_others_do_not_share_it() -> None:
     assert network.check(_booted(apart[1:2], "boot-1")) == []  # one node: no peer to miss it
     set_lo = IfSelection("GLOO_SOCKET_IFNAME", "lo", ("lo",), "variable")
     assert network.check(_booted(hosts(a=net(), b=net(gloo=set_lo)), "x")) == []
+
+
+# a port switched off, on the recorded trees (tests/fixtures/ib_tree.py): faults name what
+# they changed from the recorded "4: ACTIVE" / "5: LinkUp"
+
+
+def _ports(found: list[Finding]) -> list[tuple[str, Severity, str, str]]:
+    return [(f.subject, f.severity, f.actual, f.cause) for f in found]
+
+
+def _judged(ib: Infiniband) -> list[Finding]:
+    return network.check(hosts(a=net(ib=ib)))
+
+
+def test_a_phys_state_that_says_active_is_up(tmp_path: Path) -> None:
+    """prometheus/procfs's recorded mlx5_0 (unchanged): "4: ACTIVE" in state and phys_state."""
+    ib = ib_tree.read(ib_tree.tree(tmp_path, ib_tree.PROCFS))
+    assert [(p.name, p.phys_state, p.up) for p in ib.ports] == [("mlx5_0:1", "ACTIVE", True)]
+    assert _judged(ib) == []
+
+
+def test_a_port_switched_off_beside_ports_that_carry_nccl_is_a_note(tmp_path: Path) -> None:
+    """Changed: mlx4_0:2 switched off ("1: DOWN", "3: Disabled"); NCCL_IB_HCA unset, or a ^
+    list that leaves out another port. NCCL uses i40iw0:1 and mlx4_0:1: info, exit code 0."""
+    root = ib_tree.tree(tmp_path)
+    ib_tree.switch_off(root, "mlx4_0:2")
+    for env in ({}, {"NCCL_IB_HCA": "^i40iw0"}):
+        found = _judged(ib_tree.read(root, env))
+        assert _ports(found) == [("mlx4_0:2", Severity.INFO, "DOWN / Disabled",
+                                  network.OFF_ASIDE)], env  # fmt: skip
+        assert exit_code(found) == 0
+
+
+@pytest.mark.parametrize("value", ["mlx4", "=mlx4_0", "mlx4_0:2", "i40iw0,mlx4_0:2"])
+def test_a_port_switched_off_that_nccl_ib_hca_names_is_an_error(tmp_path: Path, value: str) -> None:
+    """Changed: mlx4_0:2 switched off; NCCL_IB_HCA names it (a prefix, a whole name, a port)."""
+    root = ib_tree.tree(tmp_path)
+    ib_tree.switch_off(root, "mlx4_0:2")
+    found = _judged(ib_tree.read(root, {"NCCL_IB_HCA": value}))
+    assert _ports(found) == [("mlx4_0:2", Severity.ERROR, "DOWN / Disabled", network.OFF_NAMED)]
+
+
+@pytest.mark.parametrize("value", ["i40iw0", "mlx4_0:1", "^=mlx4_0:2", "^mlx4"])
+def test_a_port_switched_off_that_nccl_leaves_out_is_not_judged(tmp_path: Path, value: str) -> None:
+    """Changed: mlx4_0:2 switched off; NCCL_IB_HCA selects other ports, or excludes it."""
+    root = ib_tree.tree(tmp_path)
+    ib_tree.switch_off(root, "mlx4_0:2")
+    assert _judged(ib_tree.read(root, {"NCCL_IB_HCA": value})) == []
+
+
+def test_the_nodes_only_ports_switched_off_are_errors(tmp_path: Path) -> None:
+    """Changed: every recorded port switched off, NCCL_IB_HCA unset: no port is left for NCCL
+    (it falls back to sockets); and a port down for want of a link (mlx4_0:1 "2: Polling")
+    beside a port switched off leaves that one no rail either."""
+    root = ib_tree.tree(tmp_path)
+    ib_tree.switch_off(root, "i40iw0:1", "mlx4_0:1", "mlx4_0:2")
+    assert _ports(_judged(ib_tree.read(root))) == [
+        (p, Severity.ERROR, "DOWN / Disabled", network.OFF_ONLY)
+        for p in ("i40iw0:1", "mlx4_0:1", "mlx4_0:2")
+    ]
+    ib_tree.write(root, "mlx4_0:1", phys_state="2: Polling")
+    found = _judged(ib_tree.read(root, {"NCCL_IB_HCA": "^i40iw0"}))
+    assert _ports(found) == [
+        ("mlx4_0:1", Severity.ERROR, "DOWN / Polling", ""),
+        ("mlx4_0:2", Severity.ERROR, "DOWN / Disabled", network.OFF_ONLY),
+    ]
+
+
+def test_a_roce_port_switched_off_is_judged_the_same(tmp_path: Path) -> None:
+    """Changed: mlx4_0:1 and mlx4_0:2's link_layer from "InfiniBand" to "Ethernet" (RoCE) and
+    mlx4_0:2 switched off (what RoCE drivers write for a netdev down or without carrier)."""
+    root = ib_tree.tree(tmp_path)
+    for port in ("mlx4_0:1", "mlx4_0:2"):
+        ib_tree.write(root, port, link_layer="Ethernet")
+    ib_tree.switch_off(root, "mlx4_0:2")
+    assert _ports(_judged(ib_tree.read(root))) == [
+        ("mlx4_0:2", Severity.INFO, "DOWN / Disabled", network.OFF_ASIDE)
+    ]
+    found = _judged(ib_tree.read(root, {"NCCL_IB_HCA": "=mlx4_0"}))
+    assert _ports(found) == [("mlx4_0:2", Severity.ERROR, "DOWN / Disabled", network.OFF_NAMED)]
+
+
+def test_a_port_down_for_want_of_a_link_stays_an_error_beside_ports_that_are_up(
+    tmp_path: Path,
+) -> None:
+    """Changed: mlx4_0:2's state to "1: DOWN", phys_state to "2: Polling" (no cable, or the
+    switch port down): NCCL skips it without a word, a rail lost; as before, an error."""
+    root = ib_tree.tree(tmp_path)
+    ib_tree.write(root, "mlx4_0:2", state="1: DOWN", phys_state="2: Polling")
+    found = _judged(ib_tree.read(root))
+    assert _ports(found) == [("mlx4_0:2", Severity.ERROR, "DOWN / Polling", "")]

@@ -1,6 +1,6 @@
 """The InfiniBand reader on a real recorded /sys/class/infiniband (prometheus/node_exporter's
-fixture, tests/fixtures/data/SOURCES.md), and faults made from it in a copy; NCCL_IB_HCA read
-with NCCL's syntax against the devices there."""
+fixture and prometheus/procfs's mlx5_0, tests/fixtures/data/SOURCES.md), and faults made from
+it in a copy; NCCL_IB_HCA read with NCCL's syntax against the devices there."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from fixtures import ttar
 from envtool_node import infiniband
 
 ARCHIVE = REPO / "tests" / "fixtures" / "data" / "node_exporter-infiniband.ttar"
+PROCFS = REPO / "tests" / "fixtures" / "data" / "procfs-infiniband-mlx5_0.ttar"
 
 
 @pytest.fixture
@@ -43,7 +44,8 @@ def test_the_recorded_ports_as_recorded(sysfs: Path, tmp_path: Path) -> None:
 
 def test_a_port_down_made_from_the_recorded_tree(sysfs: Path, tmp_path: Path) -> None:
     """Changed: mlx4_0/ports/2/state from "4: ACTIVE" to "1: DOWN" and its phys_state from
-    "5: LinkUp" to "3: Disabled" (what a port without a cable reads); rate left as recorded."""
+    "5: LinkUp" to "3: Disabled" (a port switched off; on RoCE, also one whose netdev is down
+    or has no carrier); rate left as recorded."""
     (sysfs / "mlx4_0" / "ports" / "2" / "state").write_text("1: DOWN\n")
     (sysfs / "mlx4_0" / "ports" / "2" / "phys_state").write_text("3: Disabled\n")
     ports = _read(sysfs, tmp_path)["ports"]
@@ -51,6 +53,45 @@ def test_a_port_down_made_from_the_recorded_tree(sysfs: Path, tmp_path: Path) ->
     assert [(p["device"], p["port"], p["state"], p["phys_state"]) for p in ports] == [
         ("i40iw0", 1, "ACTIVE", "LinkUp"), ("mlx4_0", 1, "ACTIVE", "LinkUp"),
         ("mlx4_0", 2, "DOWN", "Disabled"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("state", "phys", "read_as"),
+    [
+        ("4: ACTIVE", "5: LinkUp", ("ACTIVE", "LinkUp")),  # the kernel's, as recorded
+        ("ACTIVE", "LinkUp", ("ACTIVE", "LinkUp")),  # the bare word
+        ("4", "5", ("ACTIVE", "LinkUp")),  # the bare number
+        ("Active", "PhyTest", ("ACTIVE", "Phy Test")),  # ibstat's spelling
+        ("PORT_ACTIVE (4)", "LINK_UP (5)", ("ACTIVE", "LinkUp")),  # ibv_devinfo's
+        ("1: DOWN", "3: Disabled", ("DOWN", "Disabled")),
+        ("1", "3", ("DOWN", "Disabled")),
+        ("2: INIT", "DISABLED (3)", ("INIT", "Disabled")),
+        ("Initializing", "PORT_CONFIGURATION TRAINNING (4)", ("INIT", "PortConfigurationTraining")),
+        ("4: ACTIVE", "4: ACTIVE", ("ACTIVE", "ACTIVE")),  # procfs's: a word read as written
+        ("Active", "Active", ("ACTIVE", "ACTIVE")),  # and in another case
+        ("9: UNKNOWN", "9: <unknown>", ("UNKNOWN", "<unknown>")),  # out of the kernel's range
+    ],
+)
+def test_every_form_of_state_and_phys_state(
+    sysfs: Path, tmp_path: Path, state: str, phys: str, read_as: tuple[str, str]
+) -> None:
+    """Changed: mlx4_0/ports/1/state from "4: ACTIVE" and phys_state from "5: LinkUp" to each
+    form a capture writes; the node sends the kernel's words whatever the form."""
+    (sysfs / "mlx4_0" / "ports" / "1" / "state").write_text(state + "\n")
+    (sysfs / "mlx4_0" / "ports" / "1" / "phys_state").write_text(phys + "\n")
+    ports = _read(sysfs, tmp_path)["ports"]
+    assert isinstance(ports, list)
+    assert (ports[1]["device"], ports[1]["port"]) == ("mlx4_0", 1)
+    assert (ports[1]["state"], ports[1]["phys_state"]) == read_as
+
+
+def test_procfs_recorded_phys_state_active(tmp_path: Path) -> None:
+    """prometheus/procfs's recorded mlx5_0 (unchanged) writes "4: ACTIVE" in phys_state."""
+    root = ttar.extract(PROCFS, tmp_path) / "fixtures" / "sys" / "class" / "infiniband"
+    assert _read(root, tmp_path)["ports"] == [
+        {"device": "mlx5_0", "port": 1, "state": "ACTIVE", "phys_state": "ACTIVE",
+         "rate_gbps": 25.0, "rate": "25 Gb/sec (1X EDR)", "link_layer": "InfiniBand"},
     ]  # fmt: skip
 
 

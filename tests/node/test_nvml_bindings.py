@@ -33,6 +33,7 @@ STRUCTS = {
     nvml_device.MemoryV1: "c_nvmlMemory_t",
     nvml_device.MemoryV2: "c_nvmlMemory_v2_t",
     nvml_device.FabricInfo: "c_nvmlGpuFabricInfo_t",
+    nvml_device.Utilization: "c_nvmlUtilization_t",
 }
 # Where envtool follows nvml.h and pynvml does not (same offset, same structure size).
 HEADER_TYPES = {

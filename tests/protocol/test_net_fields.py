@@ -46,6 +46,28 @@ def test_the_node_packages_own_document_reads_back(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("state", "phys", "read_as", "up"),
+    [
+        ("4", "5", ("ACTIVE", "LinkUp"), True),
+        ("Active", "LinkUp", ("ACTIVE", "LinkUp"), True),
+        ("ACTIVE", "ACTIVE", ("ACTIVE", "ACTIVE"), True),  # procfs's recorded mlx5_0
+        ("1", "3", ("DOWN", "Disabled"), False),
+        ("DOWN", "DISABLED", ("DOWN", "Disabled"), False),
+    ],
+)
+def test_an_older_nodes_words_are_read_as_the_kernels(
+    state: str, phys: str, read_as: tuple[str, str], up: bool
+) -> None:
+    """An older node package sent what followed the colon, else the file as it was: a tree
+    that writes bare numbers or words came as "4" or "Active"; they read as the kernel's."""
+    port = {"device": "mlx4_0", "port": 1, "state": state, "phys_state": phys}
+    report = host_report(_answer({**GOOD, "ib": {"present": True, "ports": [port]}}))
+    assert report.network is not None and report.network.ib is not None
+    [read] = report.network.ib.ports
+    assert ((read.state, read.phys_state), read.up, read.disabled) == (read_as, up, not up)
+
+
 def test_an_older_node_without_the_part() -> None:
     answer = Answer("n1", 0, json.dumps({"schema": "envtool.node/1", "node": "n1",
                                          "facts": {"schema": "envtool.gpu-facts/1"}}))  # fmt: skip

@@ -216,9 +216,10 @@ def test_what_a_node_could_not_read_is_said_beside_all_good() -> None:
     from envtool.protocol.gpu_types import GpuDevice, GpuLayer, XidLog
 
     hidden = XidLog(False, "dmesg: read kernel buffer failed: Operation not permitted")
-    cards = GpuLayer(
-        "nvml", "550.54.15", devices=(GpuDevice(0, "NVIDIA H100 80GB HBM3"),), xid=XidLog(True)
-    )
+    h100 = GpuDevice(0, "NVIDIA H100 80GB HBM3", ecc_uncorrected_volatile=0,
+                     ecc_uncorrected_aggregate=0, remapped_rows_pending=False,
+                     pcie_width_current=16)  # fmt: skip
+    cards = GpuLayer("nvml", "550.54.15", devices=(h100,), xid=XidLog(True))
     rs = [
         HostReport("a", facts=FACTS, gpus=cards, limits=Limits(None, "No such file")),
         HostReport("b", facts=FACTS, gpus=replace(cards, xid=hidden)),
@@ -230,3 +231,15 @@ def test_what_a_node_could_not_read_is_said_beside_all_good() -> None:
         "permitted)",
     )
     assert verdict.unread(rs[2:]) == ()
+    # a card whose every health field reads [N/A] is not checked, never a silent pass (issue
+    # 33 item 2); ECC off has no counters to read
+    na = (("ecc_uncorrected_volatile", "[N/A]"), ("remapped_rows_pending", "[N/A]"))
+    blank = GpuDevice(0, "NVIDIA H100 80GB HBM3", unread=na)
+    rs = [HostReport(h, facts=FACTS, gpus=replace(cards, devices=(blank,))) for h in ("a", "b")]
+    assert verdict.unread(rs) == (
+        "ECC errors on a, b GPU 0 (not readable there: [N/A])",
+        "row remaps or retired pages on a, b GPU 0 (not readable there: [N/A])",
+        "PCIe link on a, b GPU 0 (not readable there)",
+    )
+    no_ecc = replace(blank, ecc_mode=False, pcie_width_current=16, retired_pages_pending=False)
+    assert verdict.unread([HostReport("a", gpus=replace(cards, devices=(no_ecc,)))]) == ()

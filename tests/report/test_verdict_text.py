@@ -73,12 +73,16 @@ def test_each_nodes_all_reduce_figure_is_in_the_text() -> None:
 def test_the_progress_bar_is_quiet_off_a_terminal_in_ci_and_for_json(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import logging
     import sys
 
     from envtool.report import console
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     monkeypatch.delenv("CI", raising=False)
+    logger = logging.getLogger(console.LOGGER)  # a command's own level (it ran first or not)
+    monkeypatch.setattr(logger, "level", logger.level)
+    console.set_verbosity(console.NORMAL)
     assert console.Progress(1)._live is not None  # one host on a terminal: shown
     assert console.Progress(3, quiet=True)._live is None  # --format json / junit
     monkeypatch.setenv("CI", "true")
