@@ -6,11 +6,12 @@ the nodes against each other and against the site's policy. In: HostReports; out
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from envtool.judge import gpu_arch, gpu_xid
 from envtool.judge.cluster_policy import GpuExpect
 from envtool.judge.consensus import differences
-from envtool.judge.findings import Finding, Kind, fold_gpus, gpu_indices
+from envtool.judge.findings import Finding, Kind, Severity, fold_gpus, gpu_indices
 from envtool.judge.gpu_xid import pci_key
 from envtool.judge.rules import severity
 from envtool.protocol.gpu_types import GpuDevice, GpuLayer, GpuProcess
@@ -283,7 +284,25 @@ def check(
     for r in reports:
         out += not_checked(r, min_gpus) + node(r, expect)
     layers = {r.host: r.gpus for r in reports if r.gpus is not None and r.gpus.source != "none"}
+    out = by_design(out, [h for h, layer in layers.items() if layer.devices])
     return out + across(layers, machines or {}, expect) + policy_unmet(layers, expect)
+
+
+CAUSE_BY_DESIGN = "by-design"  # the same narrow link on every node: the slot's width
+
+
+def by_design(found: list[Finding], hosts: list[str]) -> list[Finding]:
+    """A link narrower than its card's maximum the same way on every node with GPUs (two or
+    more: an x8/x8 board, a cloud VM's slots) is the slots' width by design, a note; where
+    some nodes differ, the narrow ones stay warnings, the odd ones named (nothing is said of
+    a slot no node can compare)."""
+    width = [f for f in found if f.kind is Kind.GPU_PCIE_DEGRADED and f.cause == CAUSE_WIDTH]
+    alike = {(f.expected, f.actual) for f in width}
+    on = {h for f in width for h in f.hosts}
+    if len(hosts) < 2 or len(alike) != 1 or on != set(hosts):
+        return found
+    return [replace(f, severity=Severity.INFO, cause=CAUSE_BY_DESIGN) if f in width else f
+            for f in found]  # fmt: skip
 
 
 # what a card's health rests on, by group: a group none of whose fields the card could read is

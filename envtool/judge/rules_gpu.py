@@ -119,12 +119,15 @@ GPU_RULES: dict[Kind, Rule] = {
     ),
     Kind.GPU_PCIE_DEGRADED: Rule(
         Check.GPU, Severity.WARNING, None,
-        "the PCIe link trained narrower than its maximum (x8 of x16); a generation below the "
-        "maximum counts only while the GPU is in use (the part carries no utilization: a "
-        "process holds it, or its memory is used while the driver does not call it idle), as "
-        "idle links downshift to save power",
-        "reseat {subject} or its riser at the next maintenance; drain the node if it is slow",
-        "reseat the GPU or its riser; check `lspci -vv` LnkSta",
+        "the PCIe link trained narrower than the card's maximum (x8 of x16: what was compared is "
+        "the card's own current and maximum width), or below its maximum generation under "
+        "real load (utilization and performance state: idle links downshift). A slot can be "
+        "x8 by design (laptops, x8/x8 desktop boards, cloud VMs): the same narrow link on "
+        "every node is a note (info), and where nodes differ the narrow ones are named",
+        "compare {subject}'s slot with the others' (lspci -vv LnkCap/LnkSta): reseat it or "
+        "its riser if the slot is wider than the link",
+        "check the slot's width (`lspci -vv`: LnkCap, LnkSta); reseat the GPU or its riser "
+        "where the slot is wider than the link",
     ),
     Kind.GPU_MIG: Rule(
         Check.GPU, Severity.WARNING, None,

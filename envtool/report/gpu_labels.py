@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 
 from envtool.judge.findings import Finding, Kind, Severity
-from envtool.judge.gpu_health import CAUSE_FAILURE, CAUSE_UNSEEN, SUBJECT_HEALTH
+from envtool.judge.gpu_health import CAUSE_BY_DESIGN, CAUSE_FAILURE, CAUSE_UNSEEN, SUBJECT_HEALTH
 from envtool.judge.rules import RULES
 from envtool.judge.rules_gpu import ACTIONS, DRAINING
 from envtool.judge.xid_catalog import Resolution
@@ -22,6 +22,9 @@ def gpu_words(f: Finding) -> tuple[str, str, str] | None:
     fix = RULES[f.kind].fix.format(subject=f.subject)
     if f.kind is Kind.NOT_CHECKED:
         fix = "install the NVIDIA driver and nvidia-smi on the node, or pass --min-gpus 0"
+    elif f.kind is Kind.GPU_PCIE_DEGRADED and f.cause == CAUSE_BY_DESIGN:
+        actual = f"{f.actual} on every node: the slots' width by design"
+        return f.expected, actual, "nothing, unless the slots are wider (lspci -vv: LnkCap)"
     elif f.kind is Kind.GPU_BUSY and f.cause == CAUSE_UNSEEN:
         fix = ("find the job that holds it where its processes show (nvidia-smi on the host, "
                "outside this container or PID namespace), or use other GPUs")  # fmt: skip

@@ -261,3 +261,21 @@ def test_a_link_generation_is_judged_only_under_real_load() -> None:
     unknown = {**idle, "utilization_gpu": None, "pstate": None, "memory_used_mib": 0}
     (old,) = check([_report(part([device(**unknown)], holder))], GpuExpect(), 1)[1:]
     assert old.actual == "x16 Gen1 under load (memory held, utilization not read)"
+
+
+def test_a_slot_x8_by_design_on_every_node_is_a_note_and_an_odd_node_is_named() -> None:
+    """Issue 33 item 2: x8 of the card's x16 on every node (an x8/x8 board, a cloud VM) is
+    the slots' width, a note, not "reseat the GPU or riser"; where the other nodes run x16,
+    the x8 node alone is named, a warning."""
+    narrow = part([device(pcie_width_current=8)])
+    both = check([_report(narrow, "n1"), _report(narrow, "n2")], GpuExpect(), 1)
+    assert [(f.kind, f.severity, f.hosts) for f in both] == [
+        (Kind.GPU_PCIE_DEGRADED, Severity.INFO, ("n1",)),
+        (Kind.GPU_PCIE_DEGRADED, Severity.INFO, ("n2",)),
+    ]
+    assert "by design" in words(both[0]).actual and "reseat" not in words(both[0]).fix
+    odd = check([_report(narrow, "n1"), _report(part(), "n2")], GpuExpect(), 1)
+    assert [(f.kind, f.severity, f.hosts) for f in odd] == [
+        (Kind.GPU_PCIE_DEGRADED, Severity.WARNING, ("n1",))
+    ]
+    assert "reseat" in words(odd[0]).fix
