@@ -180,12 +180,26 @@ def _verify_args(
     is_flag=True,
     help="--quick: print only a one-line reason for scontrol's drain (nothing when healthy).",
 )
+@click.option(
+    "--job-gpus",
+    callback=opt.gpu_list,
+    metavar="LIST",
+    help="--quick in a job's Prolog: judge only these GPUs and the processes on them (indices "
+    "or GPU-UUIDs, comma-separated, as SLURM_JOB_GPUS and CUDA_VISIBLE_DEVICES write them).",
+)
+@click.option(
+    "--health",
+    is_flag=True,
+    help="--quick as a HealthCheckProgram: the GPUs' health, not whether processes hold them.",
+)
 @opt.policy
 def preflight(
     no_lock: bool,
     platform: str,
     quick: bool,
     drain_reason: bool,
+    job_gpus: tuple[str, ...],
+    health: bool,
     policy_file: Path | None,
     **checks: Any,
 ) -> int:
@@ -194,9 +208,11 @@ def preflight(
     c = opt.ClusterChecks.of(checks)
     lock_path = None if no_lock else c.lockfile
     if quick:
-        return _quick(c, lock_path, platform, drain_reason, policy_file)
-    if drain_reason:
-        raise click.UsageError("--drain-reason goes with --quick")
+        return _quick(c, lock_path, platform, drain_reason, policy_file, job_gpus, health)
+    for flag, given in (("--drain-reason", drain_reason), ("--job-gpus", job_gpus),
+                        ("--health", health)):  # fmt: skip
+        if given:
+            raise click.UsageError(f"{flag} goes with --quick")
     from envtool.cluster.options import FanoutOptions
     from envtool.commands import preflight as command
 
@@ -210,9 +226,12 @@ def _quick(
     platform: str,
     drain_reason: bool,
     policy_file: Path | None,
+    job_gpus: tuple[str, ...],
+    health: bool,
 ) -> int:
     from envtool.commands import preflight_quick as command
     from envtool.judge.cluster_policy import ClusterPolicy
+    from envtool.judge.quick import GpuScope
 
     source = click.get_current_context().get_parameter_source
     default = click.core.ParameterSource.DEFAULT
@@ -228,9 +247,11 @@ def _quick(
         from envtool import policy as policy_reader
 
         policy = policy_reader.read(policy_file)
-    prefix = Path(c.prefix) if c.prefix else None
+    if job_gpus and health:
+        raise click.UsageError("--job-gpus (a job's Prolog) or --health (no job), not both")
+    prefix, scope = Path(c.prefix) if c.prefix else None, GpuScope(job_gpus, not health)
     return command.run(
-        command.QuickArgs(lock_path, prefix, platform, c.min_gpus, policy, drain_reason)
+        command.QuickArgs(lock_path, prefix, platform, c.min_gpus, policy, drain_reason, scope)
     )
 
 

@@ -70,6 +70,18 @@ def max_output(ctx: click.Context, param: click.Parameter, value: str) -> int:
     return count
 
 
+def gpu_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[str, ...]:
+    """Callback: ``0,3`` or GPU-UUIDs (judge/quick.parse_gpus); () when not given."""
+    from envtool.judge.quick import parse_gpus
+
+    if value is None:
+        return ()
+    try:
+        return parse_gpus(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
 lockfile = click.option(
     "--lockfile", type=PathArg, default=Path("conda-lock.yml"), show_default=True
 )

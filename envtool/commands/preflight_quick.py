@@ -4,7 +4,9 @@ and limits, read in this process by the node package's own code (cluster/here.py
 by verify's judge. No torch is imported, no all-reduce runs, no SLURM_JOB_ID is needed.
 
 ``--drain-reason`` prints only the line ``scontrol update ... reason=`` takes (nothing when
-the node is healthy)."""
+the node is healthy). ``--job-gpus`` (a job's Prolog) judges only the job's GPUs and the
+processes on them; ``--health`` (a HealthCheckProgram) judges health, not occupancy: what was
+left unjudged is said in the report, and on stderr beside the drain reason."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class QuickArgs:
     min_gpus: int = 1
     policy: ClusterPolicy = field(default_factory=ClusterPolicy)
     drain_reason: bool = False
+    scope: quick.GpuScope = field(default_factory=quick.GpuScope)
 
 
 def _prefix(args: QuickArgs, sources: tuple[str, ...]) -> Path | None:
@@ -83,12 +86,27 @@ def decide(args: QuickArgs) -> verdict.Verdict:
         locked = cached.read(args.lock_path, args.platform, _from_lock)
         lock, sources = locked.env, locked.sources
     report = here.report(_prefix(args, sources))
-    # verify's judge with torch's device count left out (min 0: no facts here), then the
-    # count of the GPUs the node read without torch
+    # verify's judge on the GPUs in scope, with torch's device count left out (min 0: no
+    # facts here); then the count of every GPU the node read without torch. The verdict
+    # keeps the whole report: the report shows what was read, the findings what was judged.
+    judged, coverage, found = quick.narrowed(report, args.scope)
     policy = verdict.Policy(gpu.GpuPolicy(0, gpu.locked_cuda(lock)), "off", args.policy)
-    found = verdict.decide([report], lock, policy) + quick.gpu_count(report, args.min_gpus)
+    found += quick.in_scope(verdict.decide([judged], lock, policy), args.scope)
+    found += quick.gpu_count(report, args.min_gpus, args.scope.job_gpus)
+    unchecked = (*UNCHECKED, *left_out(coverage))
     return verdict.Verdict((report,), tuple(found), str(args.lock_path or ""),
-                           time.monotonic() - start, unchecked=UNCHECKED)  # fmt: skip
+                           time.monotonic() - start, unchecked=unchecked)  # fmt: skip
+
+
+def left_out(coverage: quick.Coverage) -> tuple[str, ...]:
+    """What the GPU scope left unjudged, in words for the report's "not checked" line."""
+    scope = coverage.scope
+    if not scope.occupancy:
+        return ("occupancy (health check: the processes holding a GPU are not judged)",)
+    if scope.job_gpus and coverage.judged < coverage.total:
+        said = f"GPUs judged: {coverage.judged} of {coverage.total}"
+        return (f"the GPUs not the job's ({said}, the job's: {','.join(scope.job_gpus)})",)
+    return ()
 
 
 def run(args: QuickArgs) -> int:
@@ -100,6 +118,8 @@ def run(args: QuickArgs) -> int:
         line = drain.reason(result.findings)
         if line:
             click.echo(line)
+        for unjudged in result.unchecked[len(UNCHECKED) :]:  # the scope's, for whoever reads
+            click.echo(f"envtool: not judged: {unjudged}", err=True)
     else:
         from envtool.report import verify as report
 

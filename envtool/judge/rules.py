@@ -87,7 +87,8 @@ RULES: dict[Kind, Rule] = {
     ),
     Kind.TOO_FEW_GPUS: Rule(
         Check.GPU, Severity.ERROR, None,
-        "fewer GPUs than `--min-gpus`",
+        "fewer GPUs than `--min-gpus`; under `preflight --quick --job-gpus LIST`, a GPU of the "
+        "job's list that the node does not have (actual: how many of the job's GPUs it read)",
         "check CUDA_VISIBLE_DEVICES and nvidia-smi",
         "as above",
     ),

@@ -35,7 +35,8 @@ GPU_RULES: dict[Kind, Rule] = {
         "a GPU already held by processes that are not this run's (the node reads its GPUs "
         "before any rank starts): another user's job, a notebook, a leftover; the finding "
         "names each pid with its name, user and MiB. A policy's `foreign_memory_mib` allows "
-        "that much per GPU",
+        "that much per GPU. `preflight --quick --job-gpus` (a job's Prolog) judges only the "
+        "job's GPUs; `--health` (a health check) never reports it",
         "",
         "stop the process, or use other GPUs (`CUDA_VISIBLE_DEVICES`)",
     ),

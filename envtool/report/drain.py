@@ -21,7 +21,8 @@ def _subject(f: Finding) -> str:
 
 def _said(f: Finding) -> str:
     if f.kind is Kind.TOO_FEW_GPUS:  # a reason, not a kind and a bare subject ("GPUs")
-        digits = "".join(c for c in f.actual if c.isdigit())[:4] or "?"
+        digits = f.actual.split(" ", 1)[0] if f.actual[:1].isdigit() else "?"
+        digits = digits if digits.isdigit() and len(digits) <= 4 else "?"
         return f"{f.kind.value}: {digits} GPUs, expected {f.expected}"
     said = f"{f.kind.value} {_subject(f)}"
     if f.kind is Kind.GPU_BUSY:  # the pids, so the admin knows what to stop

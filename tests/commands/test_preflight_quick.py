@@ -134,7 +134,7 @@ def test_no_driver_is_a_reason_unless_no_gpu_is_required(node: Node) -> None:
 
 def test_two_gpus_asked_of_a_one_gpu_node(node: Node) -> None:
     code, out, _ = node.quick(node.smi("idle"), "--min-gpus", "2", "--drain-reason")
-    assert code == 1 and out == "envtool: too-few-gpus GPUs\n"
+    assert code == 1 and out == "envtool: too-few-gpus: 1 GPUs, expected >= 2\n"
 
 
 @pytest.mark.parametrize(
