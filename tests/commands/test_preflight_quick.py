@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from fixtures.lock_records import write_records
+from fixtures.lock_records import real_prefix
 from fixtures.nvidia_smi import Faults, install
 
 POISONED = ("torch", "rattler", "docker", "matplotlib")
@@ -57,14 +57,8 @@ class Node:
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Node:
-    from envtool import environments
-    from envtool.lock import lockfile
-
     root = tmp_path_factory.mktemp("quick")
-    lock = root / "conda-lock.yml"
-    shutil.copy(shared_data / "real" / "pangeo-pytorch.conda-lock.yml", lock)
-    prefix = root / "env"
-    write_records(environments.from_lock(lockfile.read(lock), str(lock), "linux-64"), prefix)
+    lock, prefix = real_prefix(root, shared_data)
     poison = root / "poison"
     for name in POISONED:
         (poison / name).mkdir(parents=True)

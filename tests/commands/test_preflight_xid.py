@@ -8,7 +8,6 @@ kernel-log/ (``ENVTOOL_KERNEL_LOG``). Each fault says which values of a recordin
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.kernel_log import HEALTHY, Record, kmsg, recorded
-from fixtures.lock_records import write_records
+from fixtures.lock_records import real_prefix
 from fixtures.nvidia_smi import install
 
 NO_NVML = "/nonexistent/libnvidia-ml.so.1"
@@ -45,14 +44,8 @@ class Node:
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Node:
-    from envtool import environments
-    from envtool.lock import lockfile
-
     root = tmp_path_factory.mktemp("quick-xid")
-    lock = root / "conda-lock.yml"
-    shutil.copy(shared_data / "real" / "pangeo-pytorch.conda-lock.yml", lock)
-    prefix = root / "env"
-    write_records(environments.from_lock(lockfile.read(lock), str(lock), "linux-64"), prefix)
+    lock, prefix = real_prefix(root, shared_data)
     smi = install(root / "smi", shared_data.parent, "h100", "idle", None).parent
     return Node(root, lock, prefix, smi)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from conftest import KERNEL_LOG, REPO, require
 from fixtures import slurm
-from fixtures.lock_records import write_records
+from fixtures.lock_records import real_prefix
 from fixtures.nvidia_smi import Faults, install
 
 SCRIPT = REPO / "contrib" / "slurm" / "envtool-prolog.sh"
@@ -113,13 +113,8 @@ def _until(what: Callable[[], bool], seconds: float, said: Callable[[], str]) ->
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, shared_data: Path) -> Iterator[Lab]:
     require(slurm.available(), "Slurm is not installed (apt-get install slurmctld slurmd)")
-    from envtool import environments
-    from envtool.lock import lockfile
-
     root = tmp_path_factory.mktemp("prolog")
-    lock, prefix = root / "conda-lock.yml", root / "env"
-    shutil.copy(shared_data / "real" / "pangeo-pytorch.conda-lock.yml", lock)
-    write_records(environments.from_lock(lockfile.read(lock), str(lock), "linux-64"), prefix)
+    lock, prefix = real_prefix(root, shared_data)
     (root / "bin").mkdir()
     (root / "bin" / "envtool").write_text(f'#!/bin/sh\nexec {sys.executable} -m envtool "$@"\n')
     (root / "bin" / "envtool").chmod(0o755)
