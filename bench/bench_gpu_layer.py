@@ -17,7 +17,11 @@ process (~40 ms to start) where a real ``nvidia-smi`` pays NVML's initialisation
 with persistence mode on, seconds without): on a GPU node the node reads NVML in process
 instead, and the ratio there is the one that counts.
 
-    python bench/bench_gpu_layer.py [--runs 7]
+    python bench/bench_gpu_layer.py [--runs 7] [--before REV]
+
+``--before REV``: the same node read and prolog timed again, in the same run, with the code of
+git revision REV (its envtool/ and probes/ exported to a temporary folder and put first on
+PYTHONPATH): the GPU layer and ``preflight --quick`` before and after a change.
 """
 
 from __future__ import annotations
@@ -71,11 +75,43 @@ def _prolog(root: Path) -> tuple[Path, Path]:
     return lock, prefix
 
 
+def _export(rev: str, into: Path) -> Path:
+    """envtool/ and probes/ of git revision ``rev`` under ``into`` (its root)."""
+    into.mkdir()
+    tar = subprocess.run(["git", "-C", str(REPO), "archive", rev, "envtool", "probes"],
+                         capture_output=True, check=True).stdout  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(into)], input=tar, check=True)
+    return into
+
+
+def _before_after(root: Path, cache: Path, rev: str, runs: int) -> None:
+    """The H100 capture's node read and the whole prolog, REV's code against this tree's."""
+    old = _export(rev, root / "before")
+    lock, prefix = root / "conda-lock.yml", root / "env"
+    print(f"\nbefore ({rev}) and after (this tree), the same run, best of {runs}:")
+    print(f"{'':<32} {'before':>9} {'after':>9} {'after/before':>13}")
+    for state in ("idle", "load"):
+        folder = root / f"h100-{state}"
+        now = _env(folder, cache)
+        then = {**now, "PYTHONPATH": f"{old}:{old / 'probes'}",
+                "PYTHONPYCACHEPREFIX": str(cache / "pycache-before")}  # fmt: skip
+        quick = [sys.executable, "-m", "envtool", "preflight", "--quick", "--lockfile",
+                 str(lock), "--prefix", str(prefix)]  # fmt: skip
+        for label, argv, cwd in ((f"envtool_node.gpus, H100 {state}",
+                                  [sys.executable, "-m", "envtool_node.gpus"], REPO),
+                                 (f"preflight --quick, H100 {state}", quick, root)):  # fmt: skip
+            for env in (then, now):  # warm: bytecode and the lock cache
+                subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
+            a, b = _best(argv, then, runs, cwd), _best(argv, now, runs, cwd)
+            print(f"{label:<32} {a * 1000:6.0f} ms {b * 1000:6.0f} ms {b / a:12.2f}x")
+
+
 def main() -> int:
     from envtool_node.nvsmi import QUERY
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--before", default="", metavar="REV")
     args = parser.parse_args()
     query = [f"--query-gpu={','.join(QUERY)}", "--format=csv,noheader,nounits"]
     with tempfile.TemporaryDirectory(prefix="bench-gpu-") as tmp:
@@ -107,6 +143,8 @@ def main() -> int:
               f"{whole / bare:4.1f}x the bare query")  # fmt: skip
         print(f"  ... --drain-reason:                   {drain * 1000:6.0f} ms  "
               f"{drain / bare:4.1f}x the bare query")  # fmt: skip
+        if args.before:
+            _before_after(root, cache, args.before, args.runs)
     return 0
 
 
