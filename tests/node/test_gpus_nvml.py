@@ -61,6 +61,17 @@ def test_nvml_and_nvidia_smi_agree_on_the_h100(tmp_path: Path, stub: Path,
     assert held == [(11327, 2566), (11328, 1542), (11345, 15690)]
 
 
+def test_a_gpu_nvml_cannot_open_is_listed_with_nvml_s_words(stub: Path) -> None:
+    """Issue 33 item 2: NVML lists two GPUs and answers NVML_ERROR_GPU_IS_LOST (15) for the
+    second's handle: that GPU is in the part, every field unread, its ``error`` NVML's own
+    words (the judge's gpu-unreadable), the first GPU read as before."""
+    doc = run_gpus(stub, "/nonexistent", NVML_STUB_LOST="1")
+    first, lost = doc["devices"]
+    assert first["name"] == "NVIDIA H100 80GB HBM3" and "error" not in first
+    assert lost["index"] == 1 and "GPU is lost" in lost["error"]
+    assert lost["name"] is None and "GPU is lost" in lost["unread"]["name"]
+
+
 def test_a_hung_nvml_is_a_reason_and_leaves_nothing_behind(stub: Path) -> None:
     tag = uuid.uuid4().hex
     doc = run_gpus(stub, "/nonexistent", "--deadline", "1.5", NVML_STUB_HANG="1", **{TAG: tag})
