@@ -6,6 +6,7 @@ EXIT_OK = 0
 EXIT_PROBLEMS = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
+EXIT_NOT_ESTABLISHED = 4  # envtool explain: the logs show a failure but not its cause
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # SIGTERM: 128 + 15, as a shell reports it
 

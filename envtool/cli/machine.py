@@ -1,5 +1,5 @@
 """Declarations of the commands about one machine or one file: ``export``, ``diff``,
-``probe``, ``nccl-tests``."""
+``probe``, ``nccl-tests``, ``explain``."""
 
 from __future__ import annotations
 
@@ -151,4 +151,16 @@ def nccl_tests(file: Path, fmt: str, large: str, plot: Path | None) -> int:
     return command.run(file, fmt, large, plot)
 
 
-COMMANDS = (export, probe, diff, check_env, nccl_tests)
+@click.command()
+@click.argument("paths", nargs=-1, required=True)
+@opt.fmt("text", "json")
+def explain(paths: tuple[str, ...], fmt: str) -> int:
+    """Name what killed a job from its logs (files; - for stdin): the initiating event, its
+    evidence lines and the fix. Exit 0 no failure, 1 a cause named, 4 a failure with no
+    established cause (the report says what evidence would settle it)."""
+    from envtool.commands import explain as command
+
+    return command.run(paths, fmt)
+
+
+COMMANDS = (export, probe, diff, check_env, nccl_tests, explain)

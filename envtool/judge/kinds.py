@@ -123,6 +123,12 @@ class Kind(str, Enum):
     NOFILE_LOW = "nofile-low"
     CLOCK_SKEW = "clock-skew"
     SYSTEM_DIFFERS = "system-differs"
+    # what only a failed job's log shows (envtool explain: judge/explain.py, rows in
+    # rules_joblog.py)
+    COLLECTIVE_TIMEOUT = "collective-timeout"
+    COLLECTIVE_MISMATCH = "collective-mismatch"
+    IB_QP_ERROR = "ib-qp-error"
+    CAUSE_NOT_ESTABLISHED = "cause-not-established"
 
 
 EVERYTHING = frozenset(Kind)  # "explains": every other finding on its hosts

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from envtool.judge.kinds import EVERYTHING, Check, Kind, Rule, Severity
 from envtool.judge.rules_gpu import GPU_RULES
+from envtool.judge.rules_joblog import JOBLOG_RULES
 from envtool.judge.rules_network import NETWORK_RULES
 from envtool.judge.rules_packages import CONSISTENCY_RULES, LOCK_RULES
 
@@ -229,6 +230,7 @@ RULES: dict[Kind, Rule] = {
     **CONSISTENCY_RULES,  # one environment on its own: rules_packages.py
     **GPU_RULES,  # the cards: rules_gpu.py
     **NETWORK_RULES,  # the network and the limits: rules_network.py
+    **JOBLOG_RULES,  # what only a failed job's log shows (envtool explain): rules_joblog.py
 }
 # fmt: on
 

@@ -20,7 +20,9 @@ DIFF = "envtool.diff/1"  # envtool diff --format json
 CHECK = "envtool.check/1"  # envtool check --format json
 NCCL_TESTS = "envtool.nccl-tests/1"  # envtool nccl-tests --format json
 DOCTOR = "envtool.doctor/1"  # envtool doctor --format json
-ALL = (NODE, FACTS, ALLREDUCE, EXPORT, DDP_SMOKE, PROBE, VERIFY, DIFF, CHECK, NCCL_TESTS, DOCTOR)
+EXPLAIN = "envtool.explain/1"  # envtool explain --format json
+ALL = (NODE, FACTS, ALLREDUCE, EXPORT, DDP_SMOKE, PROBE, VERIFY, DIFF, CHECK, NCCL_TESTS, DOCTOR,
+       EXPLAIN)  # fmt: skip
 
 # Part failures inside a node document.
 PART_ENV_MISSING = _node.PART_ENV_MISSING

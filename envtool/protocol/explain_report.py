@@ -1,0 +1,162 @@
+"""``envtool.explain/1``: what ``envtool explain --format json`` prints, its writer and its
+strict reader (unknown fields refused, each value's type checked), so a saved report reads
+back into the same document."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from envtool.errors import InputError
+from envtool.protocol import schemas
+from envtool.protocol.verify_report import FindingEntry
+
+STATUSES = ("no-failure", "cause", "not-established")
+
+
+@dataclass(frozen=True)
+class EvidenceEntry:
+    """One line of a log as evidence (made visible, bounded)."""
+
+    file: str
+    line: int
+    text: str
+    where: str  # who wrote it, as its prefixes and NCCL header say, or "not attributed"
+
+
+@dataclass(frozen=True)
+class ExplainFinding:
+    """A finding worded, where it happened, what would settle it, and its evidence."""
+
+    finding: FindingEntry
+    where: str
+    needs: tuple[str, ...]  # cause-not-established: the evidence that would settle it
+    evidence: tuple[EvidenceEntry, ...]
+    lines: int  # lines of its kind in the logs (the evidence lists the first)
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One log as read."""
+
+    path: str
+    lines: int
+    attributed: int
+    odd: int  # lines with NUL bytes or bytes that are not UTF-8
+    cut: int  # lines longer than line_cap (their first line_cap bytes read)
+
+
+@dataclass(frozen=True)
+class ExplainDocument:
+    """The whole report."""
+
+    status: str
+    verdict: str
+    files: tuple[FileEntry, ...]
+    findings: tuple[ExplainFinding, ...]
+    cascade: tuple[tuple[str, int], ...]  # the other failure lines, by sign
+    silent: tuple[int, ...]  # ranks named that reported no watchdog timeout
+    line_cap: int
+
+
+def dumps(doc: ExplainDocument) -> str:
+    """The report's JSON text (keys sorted, two-space indent, a final newline)."""
+    body = asdict(doc)
+    body["cascade"] = [{"sign": s, "lines": n} for s, n in doc.cascade]
+    return json.dumps({"schema": schemas.EXPLAIN, **body}, indent=2, sort_keys=True) + "\n"
+
+
+class _Bad(ValueError):
+    pass
+
+
+def _obj(value: Any, cls: type, extra: frozenset[str] = frozenset()) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Bad(f"a {cls.__name__} must be an object")
+    want = {f.name for f in fields(cls)} | extra
+    if set(value) != want:
+        odd = sorted(set(value) ^ want)
+        raise _Bad(f"{cls.__name__}: unexpected or missing fields {odd}")
+    return value
+
+
+def _typed(value: Any, kind: type, what: str) -> Any:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _Bad(f"'{what}' must be {kind.__name__}")
+    if isinstance(value, int) and not 0 <= value <= 2**62:
+        raise _Bad(f"'{what}' is out of range")
+    return value
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    return list(_typed(value, list, what))
+
+
+def _finding_entry(value: Any) -> FindingEntry:
+    d = _obj(value, FindingEntry)
+    text = {
+        k: _typed(d[k], str, k)
+        for k in ("kind", "severity", "subject", "expected", "actual", "hint")
+    }
+    hosts = tuple(_typed(h, str, "hosts") for h in _list(d["hosts"], "hosts"))
+    return FindingEntry(**text, hosts=hosts, follows=_typed(d["follows"], int, "follows"))
+
+
+def _evidence(value: Any) -> EvidenceEntry:
+    d = _obj(value, EvidenceEntry)
+    return EvidenceEntry(
+        _typed(d["file"], str, "file"),
+        _typed(d["line"], int, "line"),
+        _typed(d["text"], str, "text"),
+        _typed(d["where"], str, "where"),
+    )
+
+
+def _explain_finding(value: Any) -> ExplainFinding:
+    d = _obj(value, ExplainFinding)
+    return ExplainFinding(
+        _finding_entry(d["finding"]),
+        _typed(d["where"], str, "where"),
+        tuple(_typed(n, str, "needs") for n in _list(d["needs"], "needs")),
+        tuple(_evidence(e) for e in _list(d["evidence"], "evidence")),
+        _typed(d["lines"], int, "lines"),
+    )
+
+
+def _file(value: Any) -> FileEntry:
+    d = _obj(value, FileEntry)
+    counts = {k: _typed(d[k], int, k) for k in ("lines", "attributed", "odd", "cut")}
+    return FileEntry(_typed(d["path"], str, "path"), **counts)
+
+
+def _cascade(value: Any) -> tuple[str, int]:
+    if not isinstance(value, dict) or set(value) != {"sign", "lines"}:
+        raise _Bad("a cascade entry must be {sign, lines}")
+    return _typed(value["sign"], str, "sign"), _typed(value["lines"], int, "lines")
+
+
+def loads(text: str, source: str) -> ExplainDocument:
+    """Read a report back; InputError naming ``source`` when it is not an explain/1 report."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InputError(f"{source}: not an envtool explain JSON report") from None
+    if not isinstance(doc, dict) or doc.get("schema") != schemas.EXPLAIN:
+        raise InputError(f"{source}: not an envtool explain JSON report ({schemas.EXPLAIN})")
+    try:
+        d = _obj(doc, ExplainDocument, frozenset({"schema"}))
+        status = _typed(d["status"], str, "status")
+        if status not in STATUSES:
+            raise _Bad(f"'status' must be one of {', '.join(STATUSES)}")
+        return ExplainDocument(
+            status,
+            _typed(d["verdict"], str, "verdict"),
+            tuple(_file(f) for f in _list(d["files"], "files")),
+            tuple(_explain_finding(f) for f in _list(d["findings"], "findings")),
+            tuple(_cascade(c) for c in _list(d["cascade"], "cascade")),
+            tuple(_typed(r, int, "silent") for r in _list(d["silent"], "silent")),
+            _typed(d["line_cap"], int, "line_cap"),
+        )
+    except _Bad as exc:
+        raise InputError(f"{source}: not an envtool explain JSON report: {exc}") from None

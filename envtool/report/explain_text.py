@@ -1,0 +1,167 @@
+"""``envtool explain``'s report: the verdict line first (``cause: shm-small on node3 — ...
+(job.log:1843)``), then one block per finding (verify's ``finding_block``) with its evidence
+lines, what follows from it, and how each log was read; or the same as ``envtool.explain/1``
+JSON (protocol/explain_report.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import PurePath
+
+import click
+
+from envtool.joblog.scan import Event, FileScan
+from envtool.joblog.signs import Sign
+from envtool.joblog.stream import LINE_CAP
+from envtool.judge.explain import Explained, JobVerdict, Status
+from envtool.judge.kinds import Kind
+from envtool.judge.rules import RULES
+from envtool.protocol import explain_report as er
+from envtool.protocol.verify_report import FindingEntry
+from envtool.report import console
+from envtool.report import explain_words as words
+from envtool.report.text import visible
+from envtool.report.verdict_text import finding_block, fold, plural
+
+MAX_SHOWN = 5  # evidence lines shown per finding in the text report (JSON: all it carries)
+TEXT_CHARS = 240  # characters of an evidence line shown in the text report
+
+
+def _evidence(e: Event) -> er.EvidenceEntry:
+    return er.EvidenceEntry(visible(e.file), e.line, visible(e.text), words.where(e.origin))
+
+
+def _lead_where(f: Explained) -> str:
+    said = words.where(f.lead.origin)
+    return "the job" if said == words.NOT_ATTRIBUTED else said
+
+
+def _hint(kind: Kind, subject: str) -> str:
+    rule = RULES[kind]
+    return rule.fix.replace("{subject}", subject) if rule.fix else rule.docs_fix
+
+
+def _entry(f: Explained, verdict: JobVerdict) -> er.ExplainFinding:
+    kind, lead = f.finding.kind, f.lead
+    actual, needs = words.what(lead), words.cause_needs(kind, lead)
+    if kind is Kind.CAUSE_NOT_ESTABLISHED:
+        needs = words.needs(lead.sign)
+    elif kind is Kind.COLLECTIVE_TIMEOUT:
+        actual = words.timeouts([e for e in f.evidence if e.sign is Sign.WATCHDOG], verdict.silent)
+        needs = ()  # the cause-not-established finding beside it says what would settle it
+    else:
+        context = [
+            words.what(e) for e in f.evidence if e.sign is not lead.sign and e.line != lead.line
+        ]
+        actual += "".join(f"; {c}" for c in dict.fromkeys(context))
+    hint = (
+        "; ".join(needs) if kind is Kind.CAUSE_NOT_ESTABLISHED else _hint(kind, f.finding.subject)
+    )
+    entry = FindingEntry(
+        kind.value,
+        f.finding.severity.value,
+        visible(f.finding.subject),
+        "",
+        actual,
+        hint,
+        tuple(visible(h) for h in f.finding.hosts),
+    )
+    evidence = tuple(_evidence(e) for e in f.evidence)
+    return er.ExplainFinding(entry, _lead_where(f), needs, evidence, f.lines)
+
+
+def _at(e: Event) -> str:
+    return f"{visible(PurePath(e.file).name)}:{e.line}"
+
+
+def verdict_text(verdict: JobVerdict, scans: Sequence[FileScan]) -> str:
+    """The one line a person reads first."""
+    if verdict.status is Status.NO_FAILURE or not verdict.findings:
+        lines = sum(s.lines for s in scans)
+        return (
+            f"no failure in the logs: {plural(lines, 'line')} of {plural(len(scans), 'file')} read"
+        )
+    first = verdict.findings[0]
+    said = words.what(first.lead)
+    if verdict.status is Status.CAUSE:
+        kind = first.finding.kind.value
+        return f"cause: {kind} on {_lead_where(first)} — {said} ({_at(first.lead)})"
+    settle = words.needs(first.lead.sign)[0]
+    return (
+        f"cause not established: {said}, on {_lead_where(first)} ({_at(first.lead)}); to "
+        f"settle it: {settle}"
+    )
+
+
+def document(verdict: JobVerdict, scans: Sequence[FileScan]) -> er.ExplainDocument:
+    """The report as data (what the text and the JSON both show)."""
+    files = tuple(
+        er.FileEntry(visible(s.path), s.lines, s.attributed, s.odd, s.cut_count) for s in scans
+    )
+    return er.ExplainDocument(
+        verdict.status.value,
+        verdict_text(verdict, scans),
+        files,
+        tuple(_entry(f, verdict) for f in verdict.findings),
+        tuple((s.value, n) for s, n in verdict.cascade),
+        verdict.silent,
+        LINE_CAP,
+    )
+
+
+def _evidence_lines(f: er.ExplainFinding, width: int) -> list[str]:
+    lines = []
+    for e in f.evidence[:MAX_SHOWN]:
+        text = e.text if len(e.text) <= TEXT_CHARS else e.text[:TEXT_CHARS] + "..."
+        head = f"{PurePath(e.file).name}:{e.line}"
+        who = "" if e.where == words.NOT_ATTRIBUTED else f" [{e.where}]"
+        lines += fold(f"{head}{who}: {text}", width, " " * 4 + "line      ", " " * 14)
+    more = f.lines - min(len(f.evidence), MAX_SHOWN)
+    if more > 0:
+        lines.append(" " * 14 + f"and {plural(more, 'more line')} of this kind")
+    return lines
+
+
+def _reading(doc: er.ExplainDocument, scans: Sequence[FileScan], width: int) -> list[str]:
+    out = []
+    for entry, s in zip(doc.files, scans, strict=True):
+        said = (
+            f"{entry.path}: {plural(entry.lines, 'line')}, {entry.attributed} attributed to "
+            f"a host or rank, {entry.lines - entry.attributed} not"
+        )
+        if entry.cut:
+            first = ", ".join(f"line {n}: {b} bytes" for n, b in s.cut[:3])
+            said += f"; {plural(entry.cut, 'line')} over {LINE_CAP} bytes read in part ({first})"
+        if entry.odd:
+            said += f"; {plural(entry.odd, 'line')} with NUL or non-UTF-8 bytes (shown escaped)"
+        out += fold(said, width, "  ", "    ")
+    return ["read:", *out]
+
+
+def _said(where: str) -> Callable[[Sequence[str]], str]:
+    """A block's head names where the log says it happened, not only the hosts."""
+    return lambda hosts: where
+
+
+def render(doc: er.ExplainDocument, scans: Sequence[FileScan], width: int) -> str:
+    """The text report."""
+    lines = fold(doc.verdict, width, rest="  ", whole=True)
+    for f in doc.findings:
+        lines += ["", *finding_block(f.finding, 0, _said(f.where), width)]
+        lines += _evidence_lines(f, width)
+        if f.finding.kind != Kind.CAUSE_NOT_ESTABLISHED.value:
+            for need in f.needs:  # what the log leaves open (its fix line says the rest)
+                lines += fold(need, width, " " * 4 + "open      ", " " * 14)
+    if doc.cascade:
+        told = ", ".join(f"{n} {sign}" for sign, n in doc.cascade)
+        lines += ["", *fold(f"followed by: {told} (lines that follow from it; not listed)", width)]
+    lines += ["", *_reading(doc, scans, width)]
+    return "\n".join(lines)
+
+
+def show(doc: er.ExplainDocument, scans: Sequence[FileScan], fmt: str) -> None:
+    """The report on stdout, as text or JSON."""
+    if fmt == "json":
+        click.echo(er.dumps(doc), nl=False)
+    else:
+        click.echo(render(doc, scans, console.width()))

@@ -1,0 +1,188 @@
+"""The words of ``envtool explain``: who wrote a line, what each sign's line says, and what
+evidence would settle a failure whose cause the logs do not establish. Every value taken
+from a log is made visible (report/text.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from envtool.joblog.origin import Origin
+from envtool.joblog.scan import Event
+from envtool.joblog.signs import Sign
+from envtool.judge.kinds import Kind
+from envtool.report.text import visible
+
+NOT_ATTRIBUTED = "not attributed"
+SHORT_TIMEOUT_MS = 60_000  # a watchdog timeout below a minute is worth saying
+
+
+def where(o: Origin) -> str:
+    """``node3 (rank 2, GPU 0)``, ``rank 8``, or ``not attributed``."""
+    said = [
+        f"{name} {n}"
+        for name, n in (
+            ("rank", o.rank),
+            ("local rank", o.local_rank),
+            ("task", o.task),
+            ("GPU", o.gpu),
+        )
+        if n is not None
+    ]
+    if o.host:
+        return visible(o.host) + (f" ({', '.join(said)})" if said else "")
+    return ", ".join(said) or NOT_ATTRIBUTED
+
+
+def _mib(size: str | None) -> str:
+    return f" ({int(size) / 2**20:.1f} MiB)" if size and size.isdigit() else ""
+
+
+def _cuda(found: str | None) -> str:
+    if not found or not found.isdigit():
+        return ""
+    n = int(found)
+    return f" (found version {n}: it supports CUDA {n // 1000}.{n % 1000 // 10} at most)"
+
+
+_PLAIN: dict[Sign, str] = {
+    Sign.ECC: "CUDA error: uncorrectable ECC error encountered (the GPU's memory is faulty)",
+    Sign.NO_KERNEL_IMAGE: "CUDA error: no kernel image is available for execution on the device",
+    Sign.SIGBUS: "a process died of SIGBUS (signal 7)",
+    Sign.GLOO_LOOPBACK: "torch could not resolve the hostname to a local address and gloo fell "
+    "back to the loopback address: the other nodes cannot reach this rank",
+    Sign.NCCL_ERROR: "an NCCL error (NCCL's own `Last error` and WARN lines say what failed)",
+    Sign.WATCHDOG_STACK: "the ProcessGroupNCCL watchdog's stack (checkTimeout, "
+    "ncclCommWatchdog) without its timeout line",
+    Sign.SIGABRT: "a process aborted (SIGABRT)",
+    Sign.ABORTED: "a process group was aborted",
+    Sign.ELASTIC: "torchelastic reported a failed worker",
+    Sign.EXCEPTION: "a Python exception",
+}
+_SAID: dict[Sign, Callable[[Callable[[str], str | None]], str]] = {
+    Sign.ARCH_UNSUPPORTED: lambda g: (
+        f"torch warns the GPU's {g('capability')} is not compatible with its build"
+    ),
+    Sign.ARCH_LIST: lambda g: f"this torch supports {g('list')}",
+    Sign.DRIVER_OLD: lambda g: f"torch: the NVIDIA driver is too old{_cuda(g('found'))}",
+    Sign.SHM: lambda g: (
+        f"NCCL could not create {g('segment')}{_mib(g('size'))}"
+        if g("segment")
+        else "no space left on device in /dev/shm"
+    ),
+    Sign.MISMATCH: lambda g: (
+        f"NCCL: collective mismatch with peer {g('peer')}: local size "
+        f"{g('local')}, remote size {g('remote')}"
+        if g("peer")
+        else "NCCL: collective mismatch"
+    ),
+    Sign.IB_QP: lambda g: f"NCCL: {g('call')} failed ({g('error') or 'no error given'})",
+    Sign.IB_REG_MR: lambda g: f"NCCL: {g('call')} failed: Cannot allocate memory (ENOMEM)",
+    Sign.SOCKET: lambda g: (
+        f"connect to {g('peer')}:{g('port')} failed: {g('error')}"
+        if g("peer")
+        else f"a connect failed: {g('error')}"
+    ),
+    Sign.CUDA_ERROR: lambda g: f"CUDA error: {g('error') or 'out of memory'}",
+    Sign.NCCL_WARN: lambda g: f"NCCL WARN {g('message')}",
+    Sign.INIT_INCOMPLETE: lambda g: (
+        f"NCCL began its init in {g('processes')} process(es) and "
+        "the log ends before it says Init COMPLETE"
+    ),
+    Sign.WATCHDOG: lambda g: (
+        f"watchdog: {g('op')} SeqNum={g('seq')} timed out (Timeout(ms)={g('timeout_ms')})"
+    ),
+    Sign.IB_DEVICE: lambda g: f"NCCL's IB devices: {g('devices')}",
+}
+
+
+def what(e: Event) -> str:
+    """What the line of ``e`` says, in a few words."""
+    if (said := _SAID.get(e.sign)) is not None:
+        return visible(said(e.get))
+    return _PLAIN.get(e.sign, e.sign.value)
+
+
+_NEEDS: dict[Sign, tuple[str, ...]] = {
+    Sign.SIGBUS: (
+        "the size of /dev/shm where the rank ran (`df -h /dev/shm` in its container; "
+        "`envtool verify` says `shm-small`)",
+        "what the rank was doing: the log lines before it",
+    ),
+    Sign.IB_REG_MR: (
+        "`ulimit -l` inside the launched process: RDMA needs it unlimited "
+        "(`envtool verify`: `memlock-low`)",
+    ),
+    Sign.SOCKET: (
+        "the interface NCCL chose (`NCCL_DEBUG=INFO`: its `NET/Socket : Using` and "
+        "`Bootstrap : Using` lines)",
+        "the node's interfaces and routes to the peer (`envtool verify`: "
+        "`socket-ifname-unmatched`)",
+    ),
+    Sign.CUDA_ERROR: (
+        "the node's kernel log (Xid records) and GPU state: `envtool verify` reads both",
+        "a rerun with `CUDA_LAUNCH_BLOCKING=1`",
+    ),
+    Sign.NCCL_WARN: ("the lines around it from every rank with `NCCL_DEBUG=INFO`",),
+    Sign.INIT_INCOMPLETE: (
+        "the log past this point from every rank (a job that stops here hangs in NCCL's init)",
+        "the node's facts: `envtool verify --allreduce node` (P2P, interfaces, IB ports)",
+    ),
+    Sign.WATCHDOG: (
+        "the log of every rank: a rank that reported no timeout, or a lower "
+        "SeqNum, is the one behind",
+        "a flight-recorder dump (`TORCH_NCCL_TRACE_BUFFER_SIZE`)",
+    ),
+    Sign.NCCL_ERROR: (
+        "a rerun with `NCCL_DEBUG=INFO`: NCCL's `Last error:` line and its WARN say what failed",
+    ),
+    Sign.WATCHDOG_STACK: (
+        "the watchdog's line above this stack (`Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=..., OpType=...)`)",
+        "the log of every rank",
+    ),
+}
+_CAUSE_NEEDS: dict[Kind, str] = {
+    Kind.GPU_ECC: "the node and GPU: the job's node list (`sacct -j JOB -o NodeList`) and that "
+    "node's ECC counters (`nvidia-smi -q -d ECC`, or `envtool verify`)",
+    Kind.COLLECTIVE_MISMATCH: "which setting differs: each node's NCCL version and NCCL_* "
+    "variables (`NCCL_DEBUG_SUBSYS=ENV`, or `envtool verify`)",
+    Kind.IB_QP_ERROR: "why the HCA fails: `ibv_devinfo`, `show_gids`, the MOFED versions of "
+    "host and container",
+    Kind.SHM_SMALL: "to confirm: the size of /dev/shm where it ran (`df -h /dev/shm`; "
+    "`envtool verify` says `shm-small`)",
+}
+
+
+def needs(sign: Sign) -> tuple[str, ...]:
+    """What would settle a failure whose first line is of ``sign``."""
+    return _NEEDS.get(sign, ("the job's first error: the lines before this from every rank",))
+
+
+def cause_needs(kind: Kind, lead: Event) -> tuple[str, ...]:
+    """What the log leaves open about a named cause (the node, where it does not say)."""
+    said = _CAUSE_NEEDS.get(kind)
+    if kind is Kind.GPU_ECC and lead.origin.host:
+        said = "that node's ECC counters and Xid records (`envtool verify`)"
+    return (said,) if said else ()
+
+
+def timeouts(waits: Sequence[Event], silent: Sequence[int]) -> str:
+    """``rank 3: ALLREDUCE SeqNum=1, Timeout(ms)=1 (ran 90 ms)``; the ranks that said none."""
+    groups: dict[tuple[str | None, str | None, str | None], list[str]] = {}
+    for e in waits:
+        key = (e.get("op"), e.get("seq"), e.get("timeout_ms"))
+        ran = f" (ran {e.get('ran_ms')} ms)" if e.get("ran_ms") else ""
+        groups.setdefault(key, []).append(where(e.origin) + ran)
+    parts = [
+        f"{'; '.join(sorted(set(who)))}: {op} SeqNum={seq}, Timeout(ms)={t}"
+        for (op, seq, t), who in groups.items()
+    ]
+    if silent:
+        parts.append("no timeout from rank " + ",".join(str(r) for r in silent[:32]))
+    shortest = min((int(t) for _, _, t in groups if t and t.isdigit()), default=None)
+    if shortest is not None and shortest < SHORT_TIMEOUT_MS:
+        parts.append(
+            f"the timeout is {shortest} ms, shorter than collectives take: check the "
+            "timeout the job sets (init_process_group(timeout=...))"
+        )
+    return visible("; ".join(parts))
