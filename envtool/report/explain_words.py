@@ -89,7 +89,11 @@ _SAID: dict[Sign, Callable[[Callable[[str], str | None]], str]] = {
         "the log ends before it says Init COMPLETE"
     ),
     Sign.WATCHDOG: lambda g: (
-        f"watchdog: {g('op')} SeqNum={g('seq')} timed out (Timeout(ms)={g('timeout_ms')})"
+        g("fr")
+        or (  # a flight-recorder dump's place says itself
+            f"watchdog: {g('op')} SeqNum={g('seq')} timed out"
+            + (f" (Timeout(ms)={g('timeout_ms')})" if g("timeout_ms") else "")
+        )
     ),
     Sign.IB_DEVICE: lambda g: f"NCCL's IB devices: {g('devices')}",
 }
