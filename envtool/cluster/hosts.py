@@ -195,7 +195,8 @@ def _split_target(token: str, origin: str) -> tuple[str | None, str, int | None]
     port = None
     if rest.count(":") == 1 and "]" not in rest.split(":")[1]:
         rest, _, port_text = rest.partition(":")
-        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        # ASCII digits only: str.isdigit says yes to '²', on which int() raises
+        if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
             raise InputError(f"{origin}: bad port {port_text!r}")
         port = int(port_text)
     return user, rest, port

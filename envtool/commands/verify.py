@@ -21,7 +21,7 @@ from envtool.cluster import docker_run, hosts, pairs, rdzv, survey
 from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import check_ssh_options, host_has_nvidia_gpus
 from envtool.errors import InputError
-from envtool.judge import gpu, verdict
+from envtool.judge import gpu, unchecked, verdict
 from envtool.judge import pairs as judge_pairs
 from envtool.judge.cluster_policy import ClusterPolicy
 from envtool.judge.findings import exit_code
@@ -232,7 +232,7 @@ def run(args: VerifyArgs) -> int:
     findings = verdict.decide(reports, p.lock, p.policy, run)
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
-        run, (*p.unchecked, *verdict.missing_parts(reports), *verdict.unread(reports)),
+        run, (*p.unchecked, *unchecked.missing_parts(reports), *unchecked.unread(reports)),
         p.fan.docker_run_args if p.fan.docker_run else (),
     )  # fmt: skip
     report.show(result, args.fmt, args.output, args.show_all, args.wide)

@@ -6,12 +6,13 @@ the nodes against each other and against the site's policy. In: HostReports; out
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 
-from envtool.judge import gpu_arch, gpu_xid
+from envtool.judge import gpu_arch, gpu_link, gpu_xid
 from envtool.judge.cluster_policy import GpuExpect
 from envtool.judge.consensus import differences
-from envtool.judge.findings import Finding, Kind, Severity, fold_gpus, gpu_indices
+from envtool.judge.findings import Finding, Kind, fold_gpus
+from envtool.judge.gpu_link import finding as _f
+from envtool.judge.gpu_link import gpu_name
 from envtool.judge.gpu_xid import pci_key
 from envtool.judge.rules import severity
 from envtool.protocol.gpu_types import GpuDevice, GpuLayer, GpuProcess
@@ -20,18 +21,8 @@ from envtool.protocol.types import HostReport, NodeFacts
 CAUSE_UNSEEN = "unseen"  # gpu-busy: memory held, no holder visible from here
 SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
              "sw_thermal_slowdown")  # fmt: skip
-CAUSE_WIDTH, CAUSE_GEN = "width", "generation"
 CAUSE_PENDING, CAUSE_FAILURE = "pending", "failure"
 SUBJECT_HEALTH = "GPU health"
-
-
-def _f(kind: Kind, subject: str, expected: str, actual: str, host: str, cause: str = "") -> Finding:
-    return Finding(kind, severity(kind), subject, expected, actual, (host,), cause=cause)
-
-
-def gpu_name(device: GpuDevice) -> str:
-    """``GPU 0``: the subject of a finding about one card."""
-    return f"GPU {device.index}"
 
 
 def _mib(value: int | None) -> str:
@@ -100,56 +91,6 @@ def _memory_faults(dev: GpuDevice, host: str) -> list[Finding]:
     return out
 
 
-LOADED_PERCENT, LOADED_PSTATES = 10, ("P0", "P1", "P2")  # busy, and clocked up for it
-
-
-def load(layer: GpuLayer, dev: GpuDevice) -> str:
-    """Why the card counts as under real load ("" when it does not): its utilization and
-    performance state where it reported both (idle links downshift: a P8 card at 0 % merely
-    holding memory is idle); else, from what it held, saying so."""
-    util, pstate = dev.utilization_gpu, dev.pstate
-    if util is not None and pstate is not None:
-        busy = util >= LOADED_PERCENT and pstate in LOADED_PSTATES
-        return f"{util}% utilization, {pstate}" if busy else ""
-    held = bool(layer.held(dev))
-    memory = (dev.memory_used_mib or 0) > 0 and dev.clock_events is not None
-    if held or (memory and "gpu_idle" not in (dev.clock_events or ())):
-        return "memory held, utilization not read"
-    return ""
-
-
-def in_use(layer: GpuLayer, dev: GpuDevice) -> bool:
-    """Under real load (``load``)."""
-    return bool(load(layer, dev))
-
-
-def _link_faults(layer: GpuLayer, dev: GpuDevice, host: str) -> list[Finding]:
-    out, name = [], gpu_name(dev)
-    w, wmax, g, gmax = (
-        dev.pcie_width_current,
-        dev.pcie_width_max,
-        dev.pcie_gen_current,
-        dev.pcie_gen_max,
-    )
-    if None not in (w, wmax, g, gmax):
-        expected, actual = f"x{wmax} Gen{gmax}", f"x{w} Gen{g}"
-        if w is not None and wmax is not None and w < wmax:
-            out.append(_f(Kind.GPU_PCIE_DEGRADED, name, expected, actual, host, CAUSE_WIDTH))
-        elif g is not None and gmax is not None and g < gmax and (how := load(layer, dev)):
-            actual = f"{actual} under load ({how})"
-            out.append(_f(Kind.GPU_PCIE_DEGRADED, name, expected, actual, host, CAUSE_GEN))
-    links = dev.nvlinks or ()
-    down = [str(link.link) for link in links if not link.up]
-    if down and len(down) < len(links):
-        actual = f"link {', '.join(down)} down of {len(links)}"
-        out.append(_f(Kind.GPU_NVLINK_DOWN, name, "every NVLink up", actual, host))
-    state, status = dev.fabric_state, dev.fabric_status
-    if (state is not None and state != "Completed") or status not in (None, "Success"):
-        actual = f"{state or '?'}/{status or '?'}"
-        out.append(_f(Kind.GPU_FABRIC, name, "fabric Completed/Success", actual, host))
-    return out
-
-
 def _settings(dev: GpuDevice, expect: GpuExpect, host: str) -> list[Finding]:
     out, name = [], gpu_name(dev)
     if dev.mig_mode and not expect.mig_allowed:
@@ -199,7 +140,7 @@ def node(report: HostReport, expect: GpuExpect) -> list[Finding]:
             said[gpu_name(dev)] = {Kind.GPU_UNREADABLE}
             continue
         found = _busy(layer, dev, expect, host) + _memory_faults(dev, host)
-        found += _link_faults(layer, dev, host) + _settings(dev, expect, host)
+        found += gpu_link.faults(layer, dev, host) + _settings(dev, expect, host)
         said[gpu_name(dev)] = {f.kind for f in found}
         out += found
     return fold_gpus(out + _xids(layer, said, host))
@@ -284,49 +225,5 @@ def check(
     for r in reports:
         out += not_checked(r, min_gpus) + node(r, expect)
     layers = {r.host: r.gpus for r in reports if r.gpus is not None and r.gpus.source != "none"}
-    out = by_design(out, [h for h, layer in layers.items() if layer.devices])
+    out = gpu_link.by_design(out, [h for h, layer in layers.items() if layer.devices])
     return out + across(layers, machines or {}, expect) + policy_unmet(layers, expect)
-
-
-CAUSE_BY_DESIGN = "by-design"  # the same narrow link on every node: the slot's width
-
-
-def by_design(found: list[Finding], hosts: list[str]) -> list[Finding]:
-    """A link narrower than its card's maximum the same way on every node with GPUs (two or
-    more: an x8/x8 board, a cloud VM's slots) is the slots' width by design, a note; where
-    some nodes differ, the narrow ones stay warnings, the odd ones named (nothing is said of
-    a slot no node can compare)."""
-    width = [f for f in found if f.kind is Kind.GPU_PCIE_DEGRADED and f.cause == CAUSE_WIDTH]
-    alike = {(f.expected, f.actual) for f in width}
-    on = {h for f in width for h in f.hosts}
-    if len(hosts) < 2 or len(alike) != 1 or on != set(hosts):
-        return found
-    return [replace(f, severity=Severity.INFO, cause=CAUSE_BY_DESIGN) if f in width else f
-            for f in found]  # fmt: skip
-
-
-# what a card's health rests on, by group: a group none of whose fields the card could read is
-# not checked on it (row remapping replaced page retirement on A100 and later: either will do)
-HEALTH = (
-    ("ECC errors", ("ecc_uncorrected_volatile", "ecc_uncorrected_aggregate")),
-    ("row remaps or retired pages", ("remapped_rows_pending", "retired_pages_pending")),
-    ("PCIe link", ("pcie_width_current",)),
-)
-
-
-def unread_health(layer: GpuLayer) -> list[tuple[str, str, str]]:
-    """(group, GPUs, why) of each health group a node's cards could not read (``[N/A]``,
-    ``[Unknown Error]``): never a silent pass. ECC counts of a card with ECC off are none to
-    read; a card the driver cannot open is its own finding (gpu-unreadable)."""
-    out = []
-    for group, keys in HEALTH:
-        gpus, why = [], ""
-        for dev in layer.devices:
-            if dev.error or (group == "ECC errors" and dev.ecc_mode is False):
-                continue
-            if all(getattr(dev, k) is None for k in keys):
-                gpus.append(gpu_name(dev))
-                why = why or dict(dev.unread).get(keys[0], "")
-        if gpus:
-            out.append((group, gpu_indices(gpus), why))
-    return out

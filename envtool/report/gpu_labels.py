@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterable
 
 from envtool.judge.findings import Finding, Kind, Severity
-from envtool.judge.gpu_health import CAUSE_BY_DESIGN, CAUSE_FAILURE, CAUSE_UNSEEN, SUBJECT_HEALTH
+from envtool.judge.gpu_health import CAUSE_FAILURE, CAUSE_UNSEEN, SUBJECT_HEALTH
+from envtool.judge.gpu_link import CAUSE_BY_DESIGN
 from envtool.judge.rules import RULES
 from envtool.judge.rules_gpu import ACTIONS, DRAINING
 from envtool.judge.xid_catalog import Resolution

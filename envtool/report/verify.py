@@ -174,7 +174,7 @@ def _gpus_read(verdict: Verdict) -> str:
     for r in verdict.reports:
         layer = r.gpus
         if layer is None:
-            continue  # said in "not checked" (judge/verdict.missing_parts)
+            continue  # said in "not checked" (judge/unchecked.missing_parts)
         key = "none"
         if layer.devices:
             models = Counter(d.name for d in layer.devices)

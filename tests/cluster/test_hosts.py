@@ -317,3 +317,11 @@ def test_the_report_names_each_port(tmp_path: Path) -> None:
         "localhost:2201",
         "localhost:2202",
     ]
+
+
+def test_a_port_of_non_ascii_digits_is_a_bad_port_not_a_traceback(tmp_path: Path) -> None:
+    """Hypothesis found ``host:²`` (str.isdigit says yes to '²', int() raised ValueError)."""
+    path = tmp_path / "hosts.txt"
+    path.write_text("node1:\u00b2\n")
+    with pytest.raises(InputError, match="bad port"):
+        hosts.resolve(str(path))

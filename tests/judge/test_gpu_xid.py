@@ -141,7 +141,7 @@ def test_an_older_node_s_one_event_per_record_is_counted() -> None:
 
 
 def test_a_log_read_in_part_is_said_beside_all_good() -> None:
-    from envtool.judge.verdict import unread
+    from envtool.judge.unchecked import unread
 
     partial = {"read": True, "why": None, "events": [], "source": "/dev/kmsg", "records": 1024,
                "partial": "stopped after 1024 records at the deadline"}  # fmt: skip

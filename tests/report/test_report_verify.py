@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 
-from envtool.judge import gpu, verdict
+from envtool.judge import gpu, unchecked, verdict
 from envtool.judge.findings import Check
 from envtool.models import Environment, Package
 from envtool.protocol.limit_types import Limits
@@ -167,12 +167,13 @@ def test_parts_a_node_did_not_send_are_said_beside_all_good(capsys) -> None:  # 
         HostReport("c", facts=FACTS, network=net, limits=roomy, problems=(failed,)),
         HostReport("d", failure=Failure(Outcome.SSH_FAILED, "no route")),
     ]
-    assert verdict.missing_parts(rs) == ("gpus on b (not in the node's answer)",)
+    assert unchecked.missing_parts(rs) == ("gpus on b (not in the node's answer)",)
     many = [HostReport(f"n{i}", facts=FACTS) for i in range(5)]
     assert (
-        verdict.missing_parts(many)[0] == "gpus on n0, n1, n2 and 2 more (not in the node's answer)"
+        unchecked.missing_parts(many)[0]
+        == "gpus on n0, n1, n2 and 2 more (not in the node's answer)"
     )
-    result = verdict.Verdict(tuple(rs[:2]), (), "", 1.0, unchecked=verdict.missing_parts(rs))
+    result = verdict.Verdict(tuple(rs[:2]), (), "", 1.0, unchecked=unchecked.missing_parts(rs))
     report.show(result, "table", None)
     said = " ".join(capsys.readouterr().out.split())
     assert "all good" in said and "not checked: gpus on b (not in the node's answer)" in said
@@ -225,21 +226,21 @@ def test_what_a_node_could_not_read_is_said_beside_all_good() -> None:
         HostReport("b", facts=FACTS, gpus=replace(cards, xid=hidden)),
         HostReport("c", facts=FACTS, gpus=GpuLayer("none", xid=hidden)),  # no GPU: nothing
     ]
-    assert verdict.unread(rs) == (
+    assert unchecked.unread(rs) == (
         "/dev/shm size on a (not readable there: No such file)",
         "Xid log on b (not readable there: dmesg: read kernel buffer failed: Operation not "
         "permitted)",
     )
-    assert verdict.unread(rs[2:]) == ()
+    assert unchecked.unread(rs[2:]) == ()
     # a card whose every health field reads [N/A] is not checked, never a silent pass (issue
     # 33 item 2); ECC off has no counters to read
     na = (("ecc_uncorrected_volatile", "[N/A]"), ("remapped_rows_pending", "[N/A]"))
     blank = GpuDevice(0, "NVIDIA H100 80GB HBM3", unread=na)
     rs = [HostReport(h, facts=FACTS, gpus=replace(cards, devices=(blank,))) for h in ("a", "b")]
-    assert verdict.unread(rs) == (
+    assert unchecked.unread(rs) == (
         "ECC errors on a, b GPU 0 (not readable there: [N/A])",
         "row remaps or retired pages on a, b GPU 0 (not readable there: [N/A])",
         "PCIe link on a, b GPU 0 (not readable there)",
     )
     no_ecc = replace(blank, ecc_mode=False, pcie_width_current=16, retired_pages_pending=False)
-    assert verdict.unread([HostReport("a", gpus=replace(cards, devices=(no_ecc,)))]) == ()
+    assert unchecked.unread([HostReport("a", gpus=replace(cards, devices=(no_ecc,)))]) == ()
