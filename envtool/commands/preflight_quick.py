@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import click
-
 from envtool.cluster import here
 from envtool.judge import gpu, quick, verdict
 from envtool.judge.cluster_policy import ClusterPolicy
@@ -115,11 +113,7 @@ def run(args: QuickArgs) -> int:
     if args.drain_reason:
         from envtool.report import drain
 
-        line = drain.reason(result.findings)
-        if line:
-            click.echo(line)
-        for unjudged in result.unchecked[len(UNCHECKED) :]:  # the scope's, for whoever reads
-            click.echo(f"envtool: not judged: {unjudged}", err=True)
+        drain.show(result.findings, result.unchecked[len(UNCHECKED) :])  # the scope's left-out
     else:
         from envtool.report import verify as report
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+import click
 
 from envtool.judge.findings import Check, Finding, Kind, Severity
 from envtool.judge.rules import check_of
@@ -43,3 +45,13 @@ def reason(findings: Iterable[Finding]) -> str:
         return ""
     more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
     return drain_text(f"envtool: {_said(errors[0])}", more)
+
+
+def show(findings: Iterable[Finding], not_judged: Sequence[str] = ()) -> None:
+    """The drain reason on stdout (nothing when healthy), and on stderr what the GPU scope
+    left unjudged (``--job-gpus``, ``--health``), for whoever runs it by hand."""
+    line = reason(findings)
+    if line:
+        click.echo(line)
+    for unjudged in not_judged:
+        click.echo(f"envtool: not judged: {unjudged}", err=True)
