@@ -153,14 +153,23 @@ def nccl_tests(file: Path, fmt: str, large: str, plot: Path | None) -> int:
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True)
+@click.option(
+    "--report",
+    "reports",
+    type=PathArg,
+    multiple=True,
+    help="A saved `envtool verify --format json` report of the job's nodes: their findings "
+    "are joined with the logs' (repeatable).",
+)
 @opt.fmt("text", "json")
-def explain(paths: tuple[str, ...], fmt: str) -> int:
-    """Name what killed a job from its logs (files; - for stdin): the initiating event, its
-    evidence lines and the fix. Exit 0 no failure, 1 a cause named, 4 a failure with no
-    established cause (the report says what evidence would settle it)."""
+def explain(paths: tuple[str, ...], reports: tuple[Path, ...], fmt: str) -> int:
+    """Name what killed a job from its logs (files, folders, an `envtool collect` folder; -
+    for stdin): the initiating event, its evidence lines and the fix, joined with the nodes'
+    facts. Exit 0 no failure, 1 a cause named, 4 a failure with no established cause (the
+    report says what evidence would settle it)."""
     from envtool.commands import explain as command
 
-    return command.run(paths, fmt)
+    return command.run(paths, fmt, reports)
 
 
 COMMANDS = (export, probe, diff, check_env, nccl_tests, explain)

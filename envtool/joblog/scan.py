@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from envtool.joblog.kernel import header_value
 from envtool.joblog.origin import Origin, strip
 from envtool.joblog.signs import Detail, Sign, Tier, classify
 from envtool.joblog.stream import RawLine
@@ -48,11 +49,20 @@ class FileScan:
     counts: tuple[tuple[Sign, int], ...]  # lines of each sign, kept or not
     ranks: tuple[int, ...]  # ranks the file names (at most MAX_KEYS)
     hosts: tuple[str, ...]  # hosts the file names (at most MAX_KEYS)
+    headers: tuple[Event, ...] = ()  # the first line of each host's each NCCL header value
+
+
+def header(event: Event) -> tuple[str, str]:
+    """(key, value) of a header line, its value as compared across hosts."""
+    key = event.get("key") or ""
+    return key, header_value(key, event.get("value") or "")
 
 
 def _with_rank(origin: Origin, detail: Detail) -> Origin:
     """A rank the message itself names (``[Rank 3]``, ``local_rank=0``) where no prefix did."""
     said = dict(detail)
+    if origin.host is None and "host" in said:  # a journal line names its host
+        origin = replace(origin, host=said["host"], via=(*origin.via, "journal"))
     if origin.rank is None and "rank" in said:
         return replace(origin, rank=int(said["rank"]), via=(*origin.via, "message"))
     if origin.local_rank is None and "local_rank" in said:
@@ -61,8 +71,10 @@ def _with_rank(origin: Origin, detail: Detail) -> Origin:
 
 
 class _Scanner:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, host: str | None = None) -> None:
         self.path = path
+        self.host = host  # the host a collect folder says wrote the file
+        self.headers: dict[tuple[str | None, str, str], Event] = {}
         self.lines = self.attributed = self.odd = self.cut_count = 0
         self.cut: list[tuple[int, int]] = []
         self.events: list[Event] = []
@@ -80,6 +92,8 @@ class _Scanner:
             if len(self.cut) < MAX_CUT:
                 self.cut.append((raw.number, raw.length))
         text, origin = strip(raw.text)
+        if self.host is not None and origin.host is None:
+            origin = replace(origin, host=self.host, via=(*origin.via, "collect folder"))
         found = classify(text)
         if found is not None:
             origin = _with_rank(origin, found[1])
@@ -94,6 +108,10 @@ class _Scanner:
         sign, detail = found
         event = Event(sign, self.path, raw.number, raw.text[:EVIDENCE_CHARS], origin, detail)
         self._track_init(event)
+        if sign is Sign.HEADER:
+            key = (origin.host, *header(event))
+            if key not in self.headers and len(self.headers) < MAX_KEYS:
+                self.headers[key] = event
         n = self.counts.get(sign, 0)
         self.counts[sign] = n + 1
         if n < MAX_KEPT:
@@ -130,12 +148,14 @@ class _Scanner:
             tuple(self.counts.items()),
             tuple(sorted(self.ranks)),
             tuple(sorted(self.hosts)),
+            tuple(self.headers.values()),
         )
 
 
-def scan(path: str, lines: Iterable[RawLine]) -> FileScan:
-    """Every line of one file, read once."""
-    scanner = _Scanner(path)
+def scan(path: str, lines: Iterable[RawLine], host: str | None = None) -> FileScan:
+    """Every line of one file, read once (``host``: who wrote it, where a collect folder
+    says so and no line's prefix does)."""
+    scanner = _Scanner(path, host)
     for raw in lines:
         scanner.feed(raw)
     return scanner.done()

@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from envtool.joblog import kernel
+
 Detail = tuple[tuple[str, str], ...]  # the values a line names: ("seq", "1"), ("peer", ...)
 
 
@@ -30,6 +32,7 @@ class Tier(enum.IntEnum):
 class Sign(enum.Enum):
     """A line's meaning, in precedence order (value: its name in reports and JSON)."""
 
+    XID = "gpu-xid"  # the NVIDIA driver's own kernel record (its code weighed: judge/explain)
     ECC = "ecc-uncorrectable"
     NO_KERNEL_IMAGE = "no-kernel-image"
     ARCH_UNSUPPORTED = "arch-unsupported"
@@ -39,6 +42,7 @@ class Sign(enum.Enum):
     GLOO_LOOPBACK = "gloo-loopback"
     MISMATCH = "collective-mismatch"
     IB_QP = "ib-qp-failed"
+    IB_COMPLETION = "ib-completion-error"
     IB_REG_MR = "ib-reg-mr-enomem"
     SOCKET = "connect-failed"
     CUDA_ERROR = "cuda-error"
@@ -54,6 +58,7 @@ class Sign(enum.Enum):
     ARCH_LIST = "arch-list"
     SHM_PATH = "shm-path"
     IB_DEVICE = "ib-device"
+    HEADER = "nccl-header"  # what every NCCL process says of itself: compared across hosts
     INIT = "nccl-init"
     INIT_DONE = "nccl-init-complete"
     BENIGN = "benign-warn"
@@ -70,55 +75,20 @@ class Sign(enum.Enum):
 
 
 _ORDER = {sign: i for i, sign in enumerate(Sign)}
+# fmt: off
 _TIERS = {
-    **{
-        s: Tier.CAUSE
-        for s in (
-            Sign.ECC,
-            Sign.NO_KERNEL_IMAGE,
-            Sign.ARCH_UNSUPPORTED,
-            Sign.DRIVER_OLD,
-            Sign.SHM,
-            Sign.GLOO_LOOPBACK,
-            Sign.MISMATCH,
-            Sign.IB_QP,
-        )
-    },
-    **{
-        s: Tier.FAILURE
-        for s in (
-            Sign.SIGBUS,
-            Sign.IB_REG_MR,
-            Sign.SOCKET,
-            Sign.CUDA_ERROR,
-            Sign.NCCL_WARN,
-            Sign.INIT_INCOMPLETE,
-        )
-    },
+    **dict.fromkeys((Sign.XID, Sign.ECC, Sign.NO_KERNEL_IMAGE, Sign.ARCH_UNSUPPORTED,
+                     Sign.DRIVER_OLD, Sign.SHM, Sign.GLOO_LOOPBACK, Sign.MISMATCH, Sign.IB_QP,
+                     Sign.IB_COMPLETION), Tier.CAUSE),
+    **dict.fromkeys((Sign.SIGBUS, Sign.IB_REG_MR, Sign.SOCKET, Sign.CUDA_ERROR,
+                     Sign.NCCL_WARN, Sign.INIT_INCOMPLETE), Tier.FAILURE),
     Sign.WATCHDOG: Tier.TIMEOUT,
-    **{
-        s: Tier.TEARDOWN
-        for s in (
-            Sign.NCCL_ERROR,
-            Sign.WATCHDOG_STACK,
-            Sign.SIGABRT,
-            Sign.ABORTED,
-            Sign.ELASTIC,
-            Sign.EXCEPTION,
-        )
-    },
-    **{
-        s: Tier.CONTEXT
-        for s in (
-            Sign.ARCH_LIST,
-            Sign.SHM_PATH,
-            Sign.IB_DEVICE,
-            Sign.INIT,
-            Sign.INIT_DONE,
-            Sign.BENIGN,
-        )
-    },
+    **dict.fromkeys((Sign.NCCL_ERROR, Sign.WATCHDOG_STACK, Sign.SIGABRT, Sign.ABORTED,
+                     Sign.ELASTIC, Sign.EXCEPTION), Tier.TEARDOWN),
+    **dict.fromkeys((Sign.ARCH_LIST, Sign.SHM_PATH, Sign.IB_DEVICE, Sign.HEADER, Sign.INIT,
+                     Sign.INIT_DONE, Sign.BENIGN), Tier.CONTEXT),
 }
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -138,6 +108,10 @@ def _p(
     needles: tuple[str, ...] = (),
 ) -> _Pattern:
     return _Pattern(sign, re.compile(regex), names, when, needles)
+
+
+def _nccl_info(text: str) -> bool:
+    return "NCCL INFO" in text
 
 
 _BENIGN = ("Failed to open libibverbs", "No plugin found", "NET/Plugin")
@@ -213,6 +187,14 @@ _PATTERNS = (
         "call",
         "error",
         needles=("_qp",),
+    ),
+    _p(
+        Sign.IB_COMPLETION,
+        r"NET/IB ?: ?Got completion (?:from peer (\S{1,100}?)(?:<\d{1,6}>)? )?with "
+        r"(?:error |status=)(\d{1,4})",
+        "peer",
+        "status",
+        needles=("Got completion",),
     ),
     _p(
         Sign.IB_REG_MR,
@@ -299,6 +281,18 @@ _PATTERNS = (
         needles=("NET/IB",),
     ),
     _p(Sign.INIT_DONE, r"Init COMPLETE", needles=("Init COMPLETE",)),
+    *(
+        _p(Sign.HEADER, regex, "key", "value", when=_nccl_info, needles=(needle,))
+        for needle, regex in (
+            ("NCCL version", r"(NCCL version) (\d{1,3}\.\d{1,3}\.\d{1,3}(?:\+cuda[\d.]{1,8})?)"),
+            ("cudaDriverVersion", r"(cudaDriverVersion) (\d{1,9})"),
+            ("Using network", r"(Using network) (\S.{0,60})"),
+            ("NET/Socket", r"(NET/Socket) : Using ((?:\[\d{1,3}\]\S{1,160} ?){1,32})"),
+            ("Bootstrap", r"(Bootstrap) : Using (\S{1,200})"),
+            ("set by environment", r"(NCCL_[A-Z0-9_]{1,60}) set by environment to (.{0,200})"),
+            ("NET/Plugin", r"(NET/Plugin) ?: ?(.{0,160}(?:Loaded|internal).{0,80})"),
+        )
+    ),
     _p(
         Sign.INIT,
         r"NCCL INFO (?:Bootstrap|NET/|Using network|cudaDriverVersion)",
@@ -317,6 +311,8 @@ _RANK = re.compile(r"\[(?:PG [^\]]{0,80}?)?Rank (\d{1,9})\]|\blocal_rank[=:] ?(\
 
 def classify(text: str) -> tuple[Sign, Detail] | None:
     """The sign a line (its prefixes off) is, and what it names; None: nothing to say."""
+    if "NVRM: " in text and (xid := kernel.driver_record(text)) is not None:
+        return Sign.XID, xid
     held = _TRIGGER.findall(text)
     if not held:
         return None

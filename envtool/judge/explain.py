@@ -18,13 +18,16 @@ from dataclasses import dataclass
 from envtool.errors import EXIT_NOT_ESTABLISHED, EXIT_OK, EXIT_PROBLEMS
 from envtool.joblog.scan import Event, FileScan
 from envtool.joblog.signs import Sign, Tier
+from envtool.judge import xid_catalog
+from envtool.judge.explain_headers import differences
 from envtool.judge.findings import Finding
-from envtool.judge.kinds import Kind
+from envtool.judge.kinds import Kind, Severity
 from envtool.judge.rules import severity
 
 MAX_EVIDENCE = 16  # evidence lines a finding carries (the rest counted in ``lines``)
 
 CAUSES: dict[Sign, Kind] = {
+    Sign.XID: Kind.GPU_XID,
     Sign.ECC: Kind.GPU_ECC,
     Sign.NO_KERNEL_IMAGE: Kind.GPU_ARCH_UNSUPPORTED,
     Sign.ARCH_UNSUPPORTED: Kind.GPU_ARCH_UNSUPPORTED,
@@ -33,6 +36,7 @@ CAUSES: dict[Sign, Kind] = {
     Sign.GLOO_LOOPBACK: Kind.GLOO_LOOPBACK,
     Sign.MISMATCH: Kind.COLLECTIVE_MISMATCH,
     Sign.IB_QP: Kind.IB_QP_ERROR,
+    Sign.IB_COMPLETION: Kind.IB_COMPLETION_ERROR,
 }
 # the context lines that complete a cause's evidence
 _CONTEXT: dict[Kind, frozenset[Sign]] = {
@@ -40,6 +44,7 @@ _CONTEXT: dict[Kind, frozenset[Sign]] = {
     Kind.SHM_SMALL: frozenset({Sign.SHM_PATH, Sign.SIGBUS}),
     Kind.GLOO_LOOPBACK: frozenset({Sign.SOCKET}),
     Kind.IB_QP_ERROR: frozenset({Sign.IB_DEVICE}),
+    Kind.IB_COMPLETION_ERROR: frozenset({Sign.IB_DEVICE}),
 }
 
 
@@ -49,6 +54,7 @@ class Status(str, enum.Enum):
     NO_FAILURE = "no-failure"
     CAUSE = "cause"
     NOT_ESTABLISHED = "not-established"
+    DIFFERS = "differs"  # no failure in the logs, but the hosts' NCCL headers differ
 
 
 @dataclass(frozen=True)
@@ -73,9 +79,11 @@ class JobVerdict:
     @property
     def exit_code(self) -> int:
         """0 no failure, 1 a cause named, 4 a failure with no established cause."""
-        return {Status.NO_FAILURE: EXIT_OK, Status.CAUSE: EXIT_PROBLEMS}.get(
-            self.status, EXIT_NOT_ESTABLISHED
-        )
+        return {
+            Status.NO_FAILURE: EXIT_OK,
+            Status.CAUSE: EXIT_PROBLEMS,
+            Status.DIFFERS: EXIT_PROBLEMS,
+        }.get(self.status, EXIT_NOT_ESTABLISHED)
 
 
 def _events(scans: Sequence[FileScan]) -> list[tuple[int, Event]]:
@@ -83,9 +91,16 @@ def _events(scans: Sequence[FileScan]) -> list[tuple[int, Event]]:
 
 
 def _tier(event: Event, shm_said: set[int], index: int) -> Tier:
-    """A SIGBUS is a cause (a full /dev/shm) only where its file says /dev/shm too."""
+    """A SIGBUS is a cause (a full /dev/shm) only where its file says /dev/shm too; an Xid by
+    NVIDIA's catalog: the application's (13, 31, 43) a failure without its cause, a cleanup
+    after another (45) or a non-fatal NVLink5 unit error nothing, the rest a cause."""
     if event.sign is Sign.SIGBUS and index in shm_said:
         return Tier.CAUSE
+    if event.sign is Sign.XID:
+        xid, sub = int(event.get("xid") or 0), event.get("sub") or ""
+        if xid_catalog.resolution(xid, sub) is xid_catalog.Resolution.IGNORE:
+            return Tier.CONTEXT
+        return Tier.FAILURE if xid_catalog.application(xid, sub) else Tier.CAUSE
     return event.sign.tier
 
 
@@ -103,6 +118,10 @@ def _subject(kind: Kind, lead: Event, evidence: Sequence[Event]) -> str:
         return named[0].partition("]")[2].split(":")[0] if len(named) == 1 else "IB"
     if kind is Kind.COLLECTIVE_MISMATCH:
         return f"peer {lead.get('peer')}" if lead.get("peer") else "collective"
+    if kind is Kind.GPU_XID:
+        return f"GPU {lead.get('pci')}"
+    if kind is Kind.IB_COMPLETION_ERROR:
+        return f"peer {lead.get('peer')}" if lead.get("peer") else "IB"
     if kind is Kind.GPU_ECC:
         return f"GPU {lead.origin.gpu}" if lead.origin.gpu is not None else "GPU"
     names = {
@@ -120,8 +139,10 @@ def _finding(kind: Kind, lead: Event, evidence: Sequence[Event], cause: str = ""
 
 def _explained(kind: Kind, lead: Event, pool: Sequence[Event], signs: frozenset[Sign]) -> Explained:
     same = [e for e in pool if e.sign in signs]
+    if kind is Kind.GPU_XID:  # the hardware Xids, not the application's beside them
+        same = [e for e in same if _tier(e, set(), 0) is Tier.CAUSE]
     context = [e for e in pool if e.sign in _CONTEXT.get(kind, frozenset()) and e not in same]
-    if kind is Kind.IB_QP_ERROR:  # the HCA of the failing host
+    if kind in (Kind.IB_QP_ERROR, Kind.IB_COMPLETION_ERROR):  # the HCA of the failing host
         context = [e for e in context if e.origin.host == lead.origin.host]
     evidence = sorted({*same[:MAX_EVIDENCE], *context[:4]}, key=lambda e: (e.file, e.line))
     return Explained(
@@ -145,13 +166,24 @@ def _timeouts(events: Sequence[Event]) -> Explained | None:
     )
 
 
+def _differences(scans: Sequence[FileScan]) -> tuple[list[Explained], list[Explained]]:
+    """The hosts' header differences: (errors, warnings)."""
+    found = [Explained(f, lead, lines, len(lines)) for f, lead, lines in differences(scans)]
+    errors = [f for f in found if f.finding.severity is Severity.ERROR]
+    return errors, [f for f in found if f not in errors]
+
+
 def decide(scans: Sequence[FileScan]) -> JobVerdict:
-    """The initiating event of the logs, its evidence, and what follows from it."""
+    """The initiating event of the logs, its evidence, and what follows from it. A cause
+    comes first; else a host whose NCCL header differs from the others' (its version,
+    driver, network, interface) is the cause; else the failure is not established."""
     indexed = _events(scans)
     shm_said = {i for i, e in indexed if e.sign in (Sign.SHM_PATH, Sign.SHM)}
-    failures = [(i, e) for i, e in indexed if e.sign.tier < Tier.CONTEXT]
+    failures = [(i, e) for i, e in indexed if _tier(e, shm_said, i) < Tier.CONTEXT]
+    errors, warnings = _differences(scans)
     if not failures:
-        return JobVerdict(Status.NO_FAILURE)
+        status = Status.DIFFERS if errors else Status.NO_FAILURE
+        return JobVerdict(status, (*errors, *warnings))
     index, lead = min(
         failures, key=lambda p: (_tier(p[1], shm_said, p[0]), p[1].sign.rank, p[0], p[1].line)
     )
@@ -160,13 +192,17 @@ def decide(scans: Sequence[FileScan]) -> JobVerdict:
     waits = _timeouts(pool)
     if kind is not None:
         signs = frozenset(s for s, k in CAUSES.items() if k is kind) | {lead.sign}
-        found: tuple[Explained, ...] = (_explained(kind, lead, pool, signs),)
+        found: tuple[Explained, ...] = (_explained(kind, lead, pool, signs), *errors)
+        status = Status.CAUSE
+    elif errors:
+        found = (*errors, *((waits,) if waits is not None else ()))
         status = Status.CAUSE
     else:
         same = [e for e in pool if e.sign is lead.sign][:4]  # the timeouts: their own finding
         found = (_explained(Kind.CAUSE_NOT_ESTABLISHED, lead, same, frozenset({lead.sign})),)
         found += (waits,) if waits is not None else ()
         status = Status.NOT_ESTABLISHED
+    found += tuple(warnings)
     return JobVerdict(status, found, _cascade(scans, found), _silent(scans, pool))
 
 

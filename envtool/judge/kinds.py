@@ -128,6 +128,7 @@ class Kind(str, Enum):
     COLLECTIVE_TIMEOUT = "collective-timeout"
     COLLECTIVE_MISMATCH = "collective-mismatch"
     IB_QP_ERROR = "ib-qp-error"
+    IB_COMPLETION_ERROR = "ib-completion-error"
     CAUSE_NOT_ESTABLISHED = "cause-not-established"
 
 

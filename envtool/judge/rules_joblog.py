@@ -43,6 +43,18 @@ JOBLOG_RULES: dict[Kind, Rule] = {
         "exclude the HCA with `NCCL_IB_HCA=^DEV` to confirm it; compare the MOFED versions "
         "of host and container (`ibv_devinfo`, `show_gids`)",
     ),
+    Kind.IB_COMPLETION_ERROR: Rule(
+        Check.NETWORK, Severity.ERROR, None,
+        "`envtool explain`: NCCL's `NET/IB : Got completion from peer P with error N` (or "
+        "`status=N`): a work request on an IB/RoCE queue pair failed; 12 (transport retry "
+        "counter exceeded) and 13 (RNR retry) mean the peer or the path to it stopped "
+        "answering: a port or cable down, a switch, the peer's process gone. The host that "
+        "reports it is one end; the peer is the other",
+        "check the IB ports and links of {subject} and of the reporting node (ibstat, "
+        "`envtool verify`: ib-port-down)",
+        "check both ends' ports (`ibstat`, `envtool verify`: `ib-port-down`, "
+        "`ib-rate-differs`) and the switch between them",
+    ),
     Kind.CAUSE_NOT_ESTABLISHED: Rule(
         Check.ALLREDUCE, Severity.ERROR, None,
         "`envtool explain`: the logs show a failure but not its cause (only timeouts, a "

@@ -12,7 +12,7 @@ from envtool.errors import InputError
 from envtool.protocol import schemas
 from envtool.protocol.verify_report import FindingEntry
 
-STATUSES = ("no-failure", "cause", "not-established")
+STATUSES = ("no-failure", "cause", "not-established", "differs")
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,19 @@ class ExplainFinding:
 
 
 @dataclass(frozen=True)
+class JoinedEntry:
+    """A verify report's finding beside the logs' verdict (judge/explain_join.py)."""
+
+    role: str  # cause, confirms, beside
+    report: str
+    finding: FindingEntry
+    unattributed: bool  # the logs name no host: the report's host, not the logs'
+
+
+ROLES = ("cause", "confirms", "beside")
+
+
+@dataclass(frozen=True)
 class FileEntry:
     """One log as read."""
 
@@ -58,6 +71,7 @@ class ExplainDocument:
     cascade: tuple[tuple[str, int], ...]  # the other failure lines, by sign
     silent: tuple[int, ...]  # ranks named that reported no watchdog timeout
     line_cap: int
+    joined: tuple[JoinedEntry, ...] = ()  # --report: the nodes' verify findings
 
 
 def dumps(doc: ExplainDocument) -> str:
@@ -130,6 +144,15 @@ def _file(value: Any) -> FileEntry:
     return FileEntry(_typed(d["path"], str, "path"), **counts)
 
 
+def _joined(value: Any) -> JoinedEntry:
+    d = _obj(value, JoinedEntry)
+    role = _typed(d["role"], str, "role")
+    if role not in ROLES:
+        raise _Bad(f"'role' must be one of {', '.join(ROLES)}")
+    return JoinedEntry(role, _typed(d["report"], str, "report"), _finding_entry(d["finding"]),
+                       _typed(d["unattributed"], bool, "unattributed"))  # fmt: skip
+
+
 def _cascade(value: Any) -> tuple[str, int]:
     if not isinstance(value, dict) or set(value) != {"sign", "lines"}:
         raise _Bad("a cascade entry must be {sign, lines}")
@@ -157,6 +180,7 @@ def loads(text: str, source: str) -> ExplainDocument:
             tuple(_cascade(c) for c in _list(d["cascade"], "cascade")),
             tuple(_typed(r, int, "silent") for r in _list(d["silent"], "silent")),
             _typed(d["line_cap"], int, "line_cap"),
+            tuple(_joined(j) for j in _list(d["joined"], "joined")),
         )
     except _Bad as exc:
         raise InputError(f"{source}: not an envtool explain JSON report: {exc}") from None

@@ -6,6 +6,7 @@ JSON (protocol/explain_report.py)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import PurePath
 
 import click
@@ -14,6 +15,7 @@ from envtool.joblog.scan import Event, FileScan
 from envtool.joblog.signs import Sign
 from envtool.joblog.stream import LINE_CAP
 from envtool.judge.explain import Explained, JobVerdict, Status
+from envtool.judge.explain_join import Joined
 from envtool.judge.kinds import Kind
 from envtool.judge.rules import RULES
 from envtool.protocol import explain_report as er
@@ -32,6 +34,8 @@ def _evidence(e: Event) -> er.EvidenceEntry:
 
 
 def _lead_where(f: Explained) -> str:
+    if f.lead.sign is Sign.HEADER:  # a host unlike the others: the finding names it
+        return ", ".join(visible(h) for h in f.finding.hosts)
     said = words.where(f.lead.origin)
     return "the job" if said == words.NOT_ATTRIBUTED else said
 
@@ -44,7 +48,9 @@ def _hint(kind: Kind, subject: str) -> str:
 def _entry(f: Explained, verdict: JobVerdict) -> er.ExplainFinding:
     kind, lead = f.finding.kind, f.lead
     actual, needs = words.what(lead), words.cause_needs(kind, lead)
-    if kind is Kind.CAUSE_NOT_ESTABLISHED:
+    if lead.sign is Sign.HEADER:
+        actual, needs = words.differs(f.finding), ()
+    elif kind is Kind.CAUSE_NOT_ESTABLISHED:
         needs = words.needs(lead.sign)
     elif kind is Kind.COLLECTIVE_TIMEOUT:
         actual = words.timeouts([e for e in f.evidence if e.sign is Sign.WATCHDOG], verdict.silent)
@@ -74,15 +80,37 @@ def _at(e: Event) -> str:
     return f"{visible(PurePath(e.file).name)}:{e.line}"
 
 
-def verdict_text(verdict: JobVerdict, scans: Sequence[FileScan]) -> str:
+def _joined_cause(verdict: JobVerdict, joined: Sequence[Joined]) -> str | None:
+    cause = next((j for j in joined if j.role == "cause"), None)
+    if cause is None:
+        return None
+    f, first = cause.finding, verdict.findings[0]
+    on = ", ".join(visible(h) for h in f.hosts)
+    said = f"{f.subject}: {f.actual}" if f.actual else f.subject
+    source = visible(PurePath(cause.report).name)
+    return (
+        f"cause: {f.kind} on {on} (from {source}) — {visible(said)}; the logs: "
+        f"{words.what(first.lead)} ({_at(first.lead)})"
+    )
+
+
+def verdict_text(
+    verdict: JobVerdict, scans: Sequence[FileScan], joined: Sequence[Joined] = ()
+) -> str:
     """The one line a person reads first."""
+    if (said := _joined_cause(verdict, joined)) is not None:
+        return said
     if verdict.status is Status.NO_FAILURE or not verdict.findings:
         lines = sum(s.lines for s in scans)
         return (
             f"no failure in the logs: {plural(lines, 'line')} of {plural(len(scans), 'file')} read"
         )
     first = verdict.findings[0]
-    said = words.what(first.lead)
+    header = first.lead.sign is Sign.HEADER
+    said = words.differs(first.finding) if header else words.what(first.lead)
+    if verdict.status is Status.DIFFERS:
+        kind = first.finding.kind.value
+        return f"no failure in the logs, but the hosts differ: {kind} — {said} ({_at(first.lead)})"
     if verdict.status is Status.CAUSE:
         kind = first.finding.kind.value
         return f"cause: {kind} on {_lead_where(first)} — {said} ({_at(first.lead)})"
@@ -93,19 +121,30 @@ def verdict_text(verdict: JobVerdict, scans: Sequence[FileScan]) -> str:
     )
 
 
-def document(verdict: JobVerdict, scans: Sequence[FileScan]) -> er.ExplainDocument:
+def _joined_entry(j: Joined) -> er.JoinedEntry:
+    f = j.finding
+    hosts = tuple(visible(h) for h in f.hosts)
+    entry = replace(f, subject=visible(f.subject), actual=visible(f.actual),
+                    expected=visible(f.expected), hosts=hosts)  # fmt: skip
+    return er.JoinedEntry(j.role, visible(j.report), entry, j.unattributed)
+
+
+def document(
+    verdict: JobVerdict, scans: Sequence[FileScan], joined: Sequence[Joined] = ()
+) -> er.ExplainDocument:
     """The report as data (what the text and the JSON both show)."""
     files = tuple(
         er.FileEntry(visible(s.path), s.lines, s.attributed, s.odd, s.cut_count) for s in scans
     )
     return er.ExplainDocument(
         verdict.status.value,
-        verdict_text(verdict, scans),
+        verdict_text(verdict, scans, joined),
         files,
         tuple(_entry(f, verdict) for f in verdict.findings),
         tuple((s.value, n) for s, n in verdict.cascade),
         verdict.silent,
         LINE_CAP,
+        tuple(_joined_entry(j) for j in joined),
     )
 
 
@@ -138,6 +177,10 @@ def _reading(doc: er.ExplainDocument, scans: Sequence[FileScan], width: int) -> 
     return ["read:", *out]
 
 
+def _hosts(hosts: Sequence[str]) -> str:
+    return ", ".join(hosts)
+
+
 def _said(where: str) -> Callable[[Sequence[str]], str]:
     """A block's head names where the log says it happened, not only the hosts."""
     return lambda hosts: where
@@ -152,6 +195,15 @@ def render(doc: er.ExplainDocument, scans: Sequence[FileScan], width: int) -> st
         if f.finding.kind != Kind.CAUSE_NOT_ESTABLISHED.value:
             for need in f.needs:  # what the log leaves open (its fix line says the rest)
                 lines += fold(need, width, " " * 4 + "open      ", " " * 14)
+    for j in doc.joined:
+        head = {
+            "cause": "the nodes' facts: the cause",
+            "confirms": "the nodes' facts: the same",
+            "beside": "the nodes' facts: also",
+        }[j.role]
+        note = " (the logs name no host: the report's)" if j.unattributed else ""
+        lines += ["", *fold(f"{head}, from {PurePath(j.report).name}{note}", width)]
+        lines += finding_block(j.finding, j.finding.follows, _hosts, width)
     if doc.cascade:
         told = ", ".join(f"{n} {sign}" for sign, n in doc.cascade)
         lines += ["", *fold(f"followed by: {told} (lines that follow from it; not listed)", width)]

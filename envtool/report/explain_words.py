@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from envtool.joblog.origin import Origin
 from envtool.joblog.scan import Event
 from envtool.joblog.signs import Sign
+from envtool.judge import xid_catalog
+from envtool.judge.findings import Finding
 from envtool.judge.kinds import Kind
 from envtool.report.text import visible
 
@@ -96,7 +98,38 @@ _SAID: dict[Sign, Callable[[Callable[[str], str | None]], str]] = {
         )
     ),
     Sign.IB_DEVICE: lambda g: f"NCCL's IB devices: {g('devices')}",
+    Sign.XID: lambda g: _xid(g),
+    Sign.IB_COMPLETION: lambda g: (
+        f"NCCL: an IB work completion from peer {g('peer') or '?'} with status "
+        f"{g('status')}{_WC.get(g('status') or '', '')}"
+    ),
 }
+# ibv_wc_status (verbs.h): the codes NCCL's completion errors carry most
+_WC: dict[str, str] = {
+    "4": " (local protection error)",
+    "5": " (flushed: after an earlier error on that queue pair)",
+    "10": " (remote access error)",
+    "12": " (transport retry counter exceeded: the peer or the path to it stopped answering)",
+    "13": " (RNR retry counter exceeded: the peer's receiver was not ready)",
+}
+
+
+def _xid(g: Callable[[str], str | None]) -> str:
+    code, sub = int(g("xid") or 0), g("sub") or ""
+    said = xid_catalog.meaning(code, sub)
+    action = xid_catalog.resolution(code, sub).value
+    return (
+        f"the NVIDIA driver: Xid {code} on GPU {g('pci')}"
+        + (f" ({said})" if said else "")
+        + f"; first action: {action}"
+    )
+
+
+def differs(f: Finding) -> str:
+    """``NCCL version 2.18.3 on node3; 2.19.3 on the others``, or each value with its hosts."""
+    if f.spread:
+        return f"{f.subject}: " + "; ".join(f"{v} on {', '.join(h)}" for v, h in f.spread)
+    return f"{f.subject}: {f.actual} on {', '.join(f.hosts)}; {f.expected} on the other hosts"
 
 
 def what(e: Event) -> str:
@@ -152,6 +185,8 @@ _CAUSE_NEEDS: dict[Kind, str] = {
     "variables (`NCCL_DEBUG_SUBSYS=ENV`, or `envtool verify`)",
     Kind.IB_QP_ERROR: "why the HCA fails: `ibv_devinfo`, `show_gids`, the MOFED versions of "
     "host and container",
+    Kind.GPU_XID: "the node whose kernel log this is, where no journal line names it: "
+    "`envtool verify` there reads the same records (`gpu-xid`)",
     Kind.SHM_SMALL: "to confirm: the size of /dev/shm where it ran (`df -h /dev/shm`; "
     "`envtool verify` says `shm-small`)",
 }

@@ -138,8 +138,9 @@ def test_synthetic_a_healthy_log_is_no_failure(tmp_path: Path) -> None:
 
 
 def test_bad_paths_are_exit_2(tmp_path: Path) -> None:
-    code, _, err = run_main(main, tmp_path, [], ("explain", str(tmp_path)))
-    assert code == 2 and "a folder" in err and err.count("\n") == 1
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_main(main, tmp_path, [], ("explain", str(tmp_path / "empty")))
+    assert code == 2 and "a folder with no files" in err and err.count("\n") == 1
     code, _, err = run_main(main, tmp_path, [], ("explain", str(tmp_path / "none.log")))
     assert code == 2 and "log not found" in err
 

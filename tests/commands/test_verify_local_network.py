@@ -81,3 +81,35 @@ def test_the_same_node_without_them_says_nothing_of_either(
     assert _ours(doc) == []
     host = doc["hosts"][0]
     assert host["network"]["nccl"]["how"] == "default" and host["limits"] is not None
+
+
+def test_explain_joins_a_failed_jobs_log_with_this_nodes_verify_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34 item 4: a job log (synthetic: a rank on localhost died of SIGBUS, its file
+    says nothing of /dev/shm) is not established alone; joined with the real verify report of
+    the node it ran on (its /dev/shm below the policy's), shm-small is named as the cause,
+    from the report, and the node's other finding is shown beside it."""
+    require(os.path.isdir("/dev/shm"), "no /dev/shm on this machine")
+    shm = os.statvfs("/dev/shm")
+    monkeypatch.setenv("NCCL_SOCKET_IFNAME", "eth9")
+    policy = f"limits:\n  shm_min: {shm.f_blocks * shm.f_frsize + 2**20}\n  nofile_min: 1\n"
+    _, doc, _ = _verify(tmp_path, policy)
+    report = tmp_path / "verify.json"
+    report.write_text(json.dumps(doc))
+    log = tmp_path / "job.log"
+    log.write_text(
+        "localhost:4100:4100 [0] NCCL INFO NCCL version 2.19.3+cuda11.8\n"
+        "localhost:4100:4100 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 - Init COMPLETE\n"
+        "[rank0]: localhost: Fatal Python error: Bus error\n"
+    )
+    code, out, err = run_main(main, tmp_path, [], ("explain", str(log)))
+    assert code == 4, out + err  # alone: a SIGBUS whose file does not say /dev/shm
+    code, out, err = run_main(main, tmp_path, [], ("explain", str(log), "--report", str(report),
+                                                   "--format", "json"))  # fmt: skip
+    assert code == 1, out + err
+    got = json.loads(out)
+    assert got["status"] == "cause"
+    assert got["verdict"].startswith("cause: shm-small on localhost (from verify.json)")
+    roles = [(j["role"], j["finding"]["kind"]) for j in got["joined"]]
+    assert roles[0] == ("cause", "shm-small") and ("beside", "socket-ifname-unmatched") in roles
