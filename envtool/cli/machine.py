@@ -161,7 +161,7 @@ def nccl_tests(file: Path, fmt: str, large: str, plot: Path | None) -> int:
     help="A saved `envtool verify --format json` report of the job's nodes: their findings "
     "are joined with the logs' (repeatable).",
 )
-@opt.fmt("text", "json")
+@opt.fmt("text", "json", "junit")
 def explain(paths: tuple[str, ...], reports: tuple[Path, ...], fmt: str) -> int:
     """Name what killed a job from its logs (files, folders, an `envtool collect` folder; -
     for stdin): the initiating event, its evidence lines and the fix, joined with the nodes'

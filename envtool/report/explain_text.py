@@ -212,8 +212,12 @@ def render(doc: er.ExplainDocument, scans: Sequence[FileScan], width: int) -> st
 
 
 def show(doc: er.ExplainDocument, scans: Sequence[FileScan], fmt: str) -> None:
-    """The report on stdout, as text or JSON."""
+    """The report on stdout, as text, JSON or JUnit XML."""
     if fmt == "json":
         click.echo(er.dumps(doc), nl=False)
+    elif fmt == "junit":
+        from envtool.report import explain_junit
+
+        click.echo(explain_junit.render(doc), nl=False)
     else:
         click.echo(render(doc, scans, console.width()))

@@ -173,3 +173,23 @@ def test_an_error_json_that_is_not_one_is_read_as_a_log(tmp_path: Path) -> None:
     odd.write_text('{"loss": 2.3}\n{"loss": "CUDA error: out of memory"}\n')
     code, doc, _ = _explain(tmp_path, odd)
     assert code == 4 and doc["findings"][0]["evidence"][0]["line"] == 2
+
+
+def test_junit_names_the_cause_and_each_finding(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    job = _collect_folder(tmp_path)
+    code, out, _ = run_main(main, tmp_path, [], ("explain", str(job), "--format", "junit"))
+    assert code == 1
+    suite = ET.fromstring(out).find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+    (case, *_) = suite.iter("testcase")
+    failure = case.find("failure")
+    assert case.get("name") == "verdict" and failure is not None
+    assert failure.get("type") == "gpu-ecc-uncorrectable"
+    assert "0-error.json:1 [node2" in (failure.text or "")
+    log = tmp_path / "ok.log"
+    log.write_text("step 1 loss 2.3\n")
+    code, out, _ = run_main(main, tmp_path, [], ("explain", str(log), "--format", "junit"))
+    suite = ET.fromstring(out).find("testsuite")
+    assert code == 0 and suite is not None and suite.get("failures") == "0"

@@ -286,3 +286,22 @@ def test_no_ceiling_where_a_picked_link_says_no_speed_or_is_loopback() -> None:
     ib = Infiniband(True, (IbPort("mlx5_0", 1, "ACTIVE", "LinkUp", 400.0, None, "InfiniBand"),))
     with_ib = replace(_veth(25_000), network=replace(_veth(25_000).network, ib=ib))
     assert pairs.ceilings([with_ib]) == {"x": 4 * (25 + 400) / 8}
+
+
+def test_pairs_that_all_meet_one_slow_node_are_no_yardstick_for_a_fast_one() -> None:
+    """bisect's second round (tests/cluster/test_pairs_netns.py, measured: n3 at 50 Mbit/s
+    gave 0.005359 and 0.005207 GB/s, n1 <-> n2 0.5367): the only pairs without n1 both pass through
+    n3, so n1's fast figure, 100x theirs, is n3's slowness, not n1's lie."""
+    run = PairsRun(
+        (
+            PairRun("n1", "n4", 1, allreduce(0.376), by="n1", partner_busbw=0.376),
+            PairRun("n2", "n3", 1, allreduce(0.005359), by="n2", partner_busbw=0.005359),
+            PairRun("n2", "n1", 2, allreduce(0.5367), by="n1", partner_busbw=0.5367),
+            PairRun("n3", "n4", 2, allreduce(0.005207), by="n3", partner_busbw=0.005207),
+        ),
+        2,
+        40.0,
+    )
+    assert pairs.implausible(run) == []
+    found = pairs.decide(run, GpuPolicy())
+    assert [(f.kind, f.hosts) for f in found] == [(Kind.SLOW_NODE, ("n3",))]
