@@ -1,8 +1,8 @@
 """The command line: the click group, and the one place exceptions become exit codes.
 
 Commands are declared in ``pin`` (lock, install, build), ``machine`` (export, diff, probe,
-nccl-tests) and ``check`` (verify, preflight, doctor), with shared options in ``options``;
-each declaration calls its ``envtool/commands/<name>.run``.
+nccl-tests, explain), ``check`` (verify, preflight, doctor) and ``job`` (collect), with shared
+options in ``options``; each declaration calls its ``envtool/commands/<name>.run``.
 """
 
 from __future__ import annotations
@@ -59,11 +59,11 @@ def verbosity_options() -> list[click.Parameter]:
 def _register() -> None:
     """Add every command to the group (their modules only declare; commands/ runs them),
     each with the verbosity options."""
-    from envtool.cli import check, machine, pin
+    from envtool.cli import check, job, machine, pin
 
     if not cli.commands:
         cli.params.extend(verbosity_options())
-        for command in (*pin.COMMANDS, *machine.COMMANDS, *check.COMMANDS):
+        for command in (*pin.COMMANDS, *machine.COMMANDS, *check.COMMANDS, *job.COMMANDS):
             command.params.extend(verbosity_options())
             cli.add_command(command)
 

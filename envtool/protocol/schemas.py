@@ -21,8 +21,9 @@ CHECK = "envtool.check/1"  # envtool check --format json
 NCCL_TESTS = "envtool.nccl-tests/1"  # envtool nccl-tests --format json
 DOCTOR = "envtool.doctor/1"  # envtool doctor --format json
 EXPLAIN = "envtool.explain/1"  # envtool explain --format json
+COLLECT = "envtool.collect/1"  # envtool collect: DEST/JOBID/HOST/collect.json
 ALL = (NODE, FACTS, ALLREDUCE, EXPORT, DDP_SMOKE, PROBE, VERIFY, DIFF, CHECK, NCCL_TESTS, DOCTOR,
-       EXPLAIN)  # fmt: skip
+       EXPLAIN, COLLECT)  # fmt: skip
 
 # Part failures inside a node document.
 PART_ENV_MISSING = _node.PART_ENV_MISSING
