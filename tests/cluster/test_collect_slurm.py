@@ -8,6 +8,7 @@ machine's."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -129,3 +130,18 @@ def test_an_srun_step_and_the_epilog_each_leave_every_nodes_folder(lab: Lab) -> 
     assert (epilog_job, sorted(folders)) == (job, list(NODES))
     for folder in folders.values():
         assert _check_node(folder, job, started).since_from == "scontrol"  # 22.05: no variable
+    # explain reads the srun step's folder as it is: each node's files named by its folder,
+    # the Xid 79 each node's kernel log holds the cause on all three, preflight.json joined
+    code, out, err = _explain(lab.root / "srun" / job)
+    assert code == 1, out + err
+    doc = json.loads(out)
+    lead = doc["findings"][0]
+    assert (lead["finding"]["kind"], lead["finding"]["hosts"]) == ("gpu-xid", list(NODES)), out
+    assert {Path(e["file"]).parent.name for e in lead["evidence"]} == set(NODES)
+    assert sum(f["lines"] for f in doc["files"]) > 0
+
+
+def _explain(folder: Path) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, "-m", "envtool", "explain", str(folder), "--format",
+                           "json"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    return proc.returncode, proc.stdout, proc.stderr
