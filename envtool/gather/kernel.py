@@ -10,7 +10,6 @@ seconds since boot; ``since`` (epoch seconds) is turned into that with this mach
 
 from __future__ import annotations
 
-import errno
 import os
 import shutil
 import stat
@@ -19,7 +18,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from envtool_node.xid import KMSG, MAX_BYTES, MAX_RECORDS, VARIABLE
+from envtool_node.xid import KMSG, MAX_BYTES, MAX_RECORDS, VARIABLE, read_kmsg
 from envtool_node.xid_parse import DMESG, kmsg_lines, kmsg_record
 
 Record = tuple[float | None, str]  # seconds since boot (None: unknown), the line
@@ -52,25 +51,7 @@ def _kmsg(line: str) -> Record:
 
 
 def _device(fd: int, deadline: float, out: list[Record]) -> str | None:
-    total = 0
-    for n in range(MAX_RECORDS):
-        try:
-            chunk = os.read(fd, 8192)  # one record per read
-        except BlockingIOError:
-            return None
-        except OSError as exc:
-            if exc.errno == errno.EPIPE:
-                continue  # records overwritten while reading: go on with the next
-            raise
-        total += len(chunk)
-        if not chunk:
-            return None
-        if total > MAX_BYTES:
-            return f"stopped after {MAX_BYTES >> 20} MiB"
-        if n % 1024 == 0 and time.monotonic() > deadline:
-            return f"stopped after {n} records at the deadline"
-        out.append(_kmsg(_first_line(chunk.decode("utf-8", "replace"))))
-    return f"stopped after {MAX_RECORDS} records"
+    return read_kmsg(fd, deadline, lambda text: out.append(_kmsg(_first_line(text))))
 
 
 def _read_kmsg(path: str, deadline_s: float) -> tuple[list[Record], str | None]:

@@ -16,7 +16,7 @@ import os
 import shutil
 import stat
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .bounded_run import run_all
 from .gpu_device import visible
@@ -36,6 +36,13 @@ def _part(source: str, tally: Tally, partial: str | None) -> dict[str, Any]:
 
 def _device(fd: int, tally: Tally, end: float) -> str | None:
     """Every record of a /dev/kmsg device, one per read; why it stopped early, if it did."""
+    return read_kmsg(fd, end, tally.add_kmsg)
+
+
+def read_kmsg(fd: int, end: float, each: Callable[[str], None]) -> str | None:
+    """Hand ``each`` every record of a /dev/kmsg device (one per read), bounded by
+    MAX_RECORDS, MAX_BYTES and the monotonic deadline ``end``; why it stopped early, if it
+    did (envtool collect reads the device with it too)."""
     total = 0
     for n in range(MAX_RECORDS):
         try:
@@ -53,7 +60,7 @@ def _device(fd: int, tally: Tally, end: float) -> str | None:
             return "stopped after %d MiB" % (MAX_BYTES >> 20)
         if n % 1024 == 0 and time.monotonic() > end:
             return "stopped after %d records at the deadline" % n
-        tally.add_kmsg(chunk.decode("utf-8", "replace"))
+        each(chunk.decode("utf-8", "replace"))
     return "stopped after %d records" % MAX_RECORDS
 
 
