@@ -161,15 +161,58 @@ def nccl_tests(file: Path, fmt: str, large: str, plot: Path | None) -> int:
     help="A saved `envtool verify --format json` report of the job's nodes: their findings "
     "are joined with the logs' (repeatable).",
 )
+@click.option(
+    "--hosts",
+    "hosts_spec",
+    metavar="FILE|NODESET",
+    help="Run `envtool verify` now on these hosts (a hosts file or node set) and join its "
+    "findings with the logs' (as --report does).",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(["ssh", "local", "slurm"]),
+    default="ssh",
+    show_default=True,
+    help="--hosts: how the nodes are reached.",
+)
+@click.option("-F", "--ssh-config", type=PathArg, help="--hosts: ssh configuration file.")
+@click.option("--prefix", help="--hosts: the environment's prefix on the nodes.")
+@click.option(
+    "--lockfile",
+    type=PathArg,
+    help="--hosts: the lock the nodes are compared with (default: none, nodes compared with "
+    "each other).",
+)
+@click.option("--policy", "policy_file", type=PathArg, metavar="FILE", help="--hosts: as verify's.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="--hosts: per node.")
 @opt.fmt("text", "json", "junit")
-def explain(paths: tuple[str, ...], reports: tuple[Path, ...], fmt: str) -> int:
+def explain(
+    paths: tuple[str, ...],
+    reports: tuple[Path, ...],
+    hosts_spec: str | None,
+    transport: str,
+    ssh_config: Path | None,
+    prefix: str | None,
+    lockfile: Path | None,
+    policy_file: Path | None,
+    timeout: float,
+    fmt: str,
+) -> int:
     """Name what killed a job from its logs (files, folders, an `envtool collect` folder; -
     for stdin): the initiating event, its evidence lines and the fix, joined with the nodes'
-    facts. Exit 0 no failure, 1 a cause named, 4 a failure with no established cause (the
-    report says what evidence would settle it)."""
+    facts (--report, --hosts). Exit 0 no failure, 1 a cause named, 4 a failure with no
+    established cause (the report says what evidence would settle it)."""
+    from envtool.cluster.options import FanoutOptions
     from envtool.commands import explain as command
+    from envtool.commands.verify import VerifyArgs
 
-    return command.run(paths, fmt, reports)
+    verify = None
+    if hosts_spec is not None:
+        fan = FanoutOptions(transport=transport, timeout=timeout, ssh_config=ssh_config,
+                            prefix=prefix)  # fmt: skip
+        verify = VerifyArgs(hosts_spec, lockfile, fan, min_gpus=0, fmt="json",
+                            policy_path=policy_file)  # fmt: skip
+    return command.run(paths, fmt, reports, verify)
 
 
 COMMANDS = (export, probe, diff, check_env, nccl_tests, explain)

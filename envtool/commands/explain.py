@@ -13,7 +13,7 @@ import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from envtool.errors import InputError
 from envtool.joblog import files, frdump, stream
@@ -23,6 +23,9 @@ from envtool.protocol import schemas, verify_report
 from envtool.protocol.verify_report import VerifyDocument
 from envtool.report import explain_text
 from envtool.yamlio import STDIN
+
+if TYPE_CHECKING:
+    from envtool.commands.verify import VerifyArgs
 
 
 @dataclass
@@ -97,9 +100,22 @@ def read_paths(paths: tuple[str, ...], reports: tuple[Path, ...] = ()) -> _Read:
     return into
 
 
-def run(paths: tuple[str, ...], fmt: str, reports: tuple[Path, ...] = ()) -> int:
-    """0 the logs show no failure, 1 a cause named, 4 a failure with no established cause."""
+def run(
+    paths: tuple[str, ...],
+    fmt: str,
+    reports: tuple[Path, ...] = (),
+    verify: VerifyArgs | None = None,
+) -> int:
+    """0 the logs show no failure, 1 a cause named, 4 a failure with no established cause;
+    ``verify``: a verify run now (``--hosts``), its report joined as a saved one is."""
     read = read_paths(paths, reports)  # bad input stops here, before any report
+    if verify is not None:
+        from envtool.commands import verify as verify_command
+        from envtool.report.verify import document
+
+        said = f"verify --hosts {Path(verify.hosts_spec or '').name}"
+        read.reports.append((said,
+                             document(verify_command.decide(verify))))  # fmt: skip
     scans = read.scans + frdump.scans(read.dumps)
     verdict = explain.decide(scans)
     named = sorted({h for s in scans for h in s.hosts})

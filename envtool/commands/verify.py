@@ -219,6 +219,15 @@ def _without_refused(
 
 def run(args: VerifyArgs) -> int:
     """1 when any finding is an error (drift, an unreachable host, a failed all-reduce)."""
+    result = decide(args)
+    report.show(result, args.fmt, args.output, args.show_all, args.wide)
+    if args.junit is not None:
+        report.show(result, "junit", args.junit)
+    return exit_code(result.findings)
+
+
+def decide(args: VerifyArgs) -> verdict.Verdict:
+    """The whole verify run, nothing printed (``envtool explain --hosts`` runs it too)."""
     start = time.monotonic()
     p = plan(args)
     with console.Progress(len(p.hosts), quiet=args.fmt != "table") as progress:
@@ -235,7 +244,4 @@ def run(args: VerifyArgs) -> int:
         run, (*p.unchecked, *unchecked.missing_parts(reports), *unchecked.unread(reports)),
         p.fan.docker_run_args if p.fan.docker_run else (),
     )  # fmt: skip
-    report.show(result, args.fmt, args.output, args.show_all, args.wide)
-    if args.junit is not None:
-        report.show(result, "junit", args.junit)
-    return exit_code(findings)
+    return result

@@ -113,3 +113,9 @@ def test_explain_joins_a_failed_jobs_log_with_this_nodes_verify_report(
     assert got["verdict"].startswith("cause: shm-small on localhost (from verify.json)")
     roles = [(j["role"], j["finding"]["kind"]) for j in got["joined"]]
     assert roles[0] == ("cause", "shm-small") and ("beside", "socket-ifname-unmatched") in roles
+    # --hosts: the same verify run now, by explain itself
+    argv = ("explain", str(log), "--hosts", "localhost", "--transport", "local", "--prefix",
+            str(tmp_path / "env"), "--policy", str(tmp_path / "policy.yml"))  # fmt: skip
+    code, out, err = run_main(main, tmp_path, [], argv)
+    assert code == 1, out + err
+    assert out.startswith("cause: shm-small on localhost (from verify --hosts localhost)"), out
