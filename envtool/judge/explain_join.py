@@ -61,6 +61,26 @@ class Joined:
     unattributed: bool = False  # the logs name no host: the report's host, not the logs'
 
 
+# causes a log names that are themselves what a node's fact gives: a verify finding that
+# explains them is the deeper cause (a port down on the IB peer, two NCCL versions)
+_SYMPTOMS = frozenset({Sign.IB_COMPLETION, Sign.IB_QP, Sign.MISMATCH})
+
+
+def peer_hosts(lead: Explained, reports: Sequence[tuple[str, VerifyDocument]]) -> set[str]:
+    """The hosts whose interfaces (as their verify reports read them) hold the address the
+    lead line names as its peer (``Got completion from peer 10.0.0.3``)."""
+    peer = (lead.lead.get("peer") or "").strip("[]")
+    if not peer:
+        return set()
+    out = set()
+    for _, doc in reports:
+        for h in doc.hosts:
+            links = h.network.interfaces if h.network is not None else ()
+            if any(a.split("/")[0] == peer for i in links for a in i.addresses):
+                out.add(h.host)
+    return out
+
+
 def blamed(verdict: JobVerdict) -> tuple[str, ...]:
     """The hosts the verdict's findings and their evidence name."""
     hosts = {h for f in verdict.findings for h in f.finding.hosts}
@@ -77,7 +97,8 @@ def join(
         return verdict, ()
     lead: Explained = verdict.findings[0]
     want = EXPLAINS.get(lead.lead.sign, frozenset())
-    hosts = set(blamed(verdict)) or set(named)
+    hosts = (set(blamed(verdict)) or set(named)) | peer_hosts(lead, reports)
+    deeper = verdict.status is not Status.CAUSE or lead.lead.sign in _SYMPTOMS
     out: list[Joined] = []
     for source, doc in reports:
         for f in doc.findings:
@@ -87,7 +108,7 @@ def join(
             f = replace(f, hosts=tuple(sorted(on)))
             if f.kind == lead.finding.kind.value and verdict.status is Status.CAUSE:
                 role = "confirms"
-            elif f.kind in want and f.severity == "error" and verdict.status is not Status.CAUSE:
+            elif f.kind in want and f.severity == "error" and deeper:
                 role = "cause"
             elif hosts:
                 role = "beside"
