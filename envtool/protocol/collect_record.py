@@ -6,11 +6,12 @@ refused, each value's type checked): the contract ``envtool explain`` reads a jo
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from envtool.errors import InputError
 from envtool.protocol import schemas
+from envtool.protocol.strict import Bad, obj, typed
 
 KINDS = ("fr-dump", "error-json", "kernel-log", "preflight", "log")
 SINCE_FROM = ("--since", "SLURM_JOB_START_TIME", "scontrol", "files", "none")
@@ -63,59 +64,41 @@ def dumps(record: CollectRecord) -> str:
     return json.dumps({"schema": schemas.COLLECT, **body}, indent=2, sort_keys=True) + "\n"
 
 
-class _Bad(ValueError):
-    pass
-
-
-def _obj(value: Any, cls: type, extra: frozenset[str] = frozenset()) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _Bad(f"a {cls.__name__} must be an object")
-    want = {"from" if f.name == "origin" else f.name for f in fields(cls)} | extra
-    if set(value) != want:
-        raise _Bad(f"{cls.__name__}: unexpected or missing fields {sorted(set(value) ^ want)}")
-    return value
-
-
-def _typed(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise _Bad(f"'{what}' has the wrong type")
-    if isinstance(value, (int, float)) and not 0 <= value <= 2**62:
-        raise _Bad(f"'{what}' is out of range")
-    return value
+_NAMES = {"origin": "from"}  # a field's JSON name where it differs
 
 
 def _file(value: Any) -> CollectedFile:
-    d = _obj(value, CollectedFile)
-    kind = _typed(d["kind"], str, "kind")
+    d = obj(value, CollectedFile, names=_NAMES)
+    kind = typed(d["kind"], str, "kind")
     if kind not in KINDS:
-        raise _Bad(f"unknown kind {kind!r}")
-    path = _typed(d["path"], str, "path")
+        raise Bad(f"unknown kind {kind!r}")
+    path = typed(d["path"], str, "path")
     if path.startswith("/") or ".." in path.split("/") or "\0" in path:
-        raise _Bad(f"path {path!r} is not inside the host's folder")
-    return CollectedFile(path, _typed(d["from"], str, "from"), _typed(d["bytes"], int, "bytes"),
-                         _typed(d["sha256"], str, "sha256"), kind)  # fmt: skip
+        raise Bad(f"path {path!r} is not inside the host's folder")
+    return CollectedFile(path, typed(d["from"], str, "from"), typed(d["bytes"], int, "bytes"),
+                         typed(d["sha256"], str, "sha256"), kind)  # fmt: skip
 
 
 def _left_out(value: Any) -> LeftOut:
-    d = _obj(value, LeftOut)
-    return LeftOut(_typed(d["from"], str, "from"), _typed(d["why"], str, "why"))
+    d = obj(value, LeftOut, names=_NAMES)
+    return LeftOut(typed(d["from"], str, "from"), typed(d["why"], str, "why"))
 
 
 def _record(doc: Any) -> CollectRecord:
-    d = _obj(doc, CollectRecord, frozenset({"schema"}))
+    d = obj(doc, CollectRecord, frozenset({"schema"}), names=_NAMES)
     if d["schema"] != schemas.COLLECT:
-        raise _Bad(f"schema {d['schema']!r} is not {schemas.COLLECT}")
-    since = None if d["since"] is None else float(_typed(d["since"], (int, float), "since"))
+        raise Bad(f"schema {d['schema']!r} is not {schemas.COLLECT}")
+    since = None if d["since"] is None else float(typed(d["since"], (int, float), "since"))
     if d["since_from"] not in SINCE_FROM:
-        raise _Bad(f"since_from {d['since_from']!r} is not one of {', '.join(SINCE_FROM)}")
+        raise Bad(f"since_from {d['since_from']!r} is not one of {', '.join(SINCE_FROM)}")
     for key in ("files", "left_out", "errors"):
-        _typed(d[key], list, key)
+        typed(d[key], list, key)
     return CollectRecord(
-        _typed(d["host"], str, "host"), _typed(d["job_id"], str, "job_id"),
-        _typed(d["user"], str, "user"), since, d["since_from"],
-        float(_typed(d["collected_at"], (int, float), "collected_at")),
+        typed(d["host"], str, "host"), typed(d["job_id"], str, "job_id"),
+        typed(d["user"], str, "user"), since, d["since_from"],
+        float(typed(d["collected_at"], (int, float), "collected_at")),
         tuple(_file(f) for f in d["files"]), tuple(_left_out(e) for e in d["left_out"]),
-        tuple(_typed(e, str, "errors") for e in d["errors"]),
+        tuple(typed(e, str, "errors") for e in d["errors"]),
     )  # fmt: skip
 
 

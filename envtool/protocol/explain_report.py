@@ -5,11 +5,12 @@ back into the same document."""
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from envtool.errors import InputError
 from envtool.protocol import schemas
+from envtool.protocol.strict import Bad, obj, typed
 from envtool.protocol.verify_report import FindingEntry
 
 STATUSES = ("no-failure", "cause", "not-established", "differs")
@@ -81,82 +82,60 @@ def dumps(doc: ExplainDocument) -> str:
     return json.dumps({"schema": schemas.EXPLAIN, **body}, indent=2, sort_keys=True) + "\n"
 
 
-class _Bad(ValueError):
-    pass
-
-
-def _obj(value: Any, cls: type, extra: frozenset[str] = frozenset()) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _Bad(f"a {cls.__name__} must be an object")
-    want = {f.name for f in fields(cls)} | extra
-    if set(value) != want:
-        odd = sorted(set(value) ^ want)
-        raise _Bad(f"{cls.__name__}: unexpected or missing fields {odd}")
-    return value
-
-
-def _typed(value: Any, kind: type, what: str) -> Any:
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _Bad(f"'{what}' must be {kind.__name__}")
-    if isinstance(value, int) and not 0 <= value <= 2**62:
-        raise _Bad(f"'{what}' is out of range")
-    return value
-
-
 def _list(value: Any, what: str) -> list[Any]:
-    return list(_typed(value, list, what))
+    return list(typed(value, list, what))
 
 
 def _finding_entry(value: Any) -> FindingEntry:
-    d = _obj(value, FindingEntry)
+    d = obj(value, FindingEntry)
     text = {
-        k: _typed(d[k], str, k)
+        k: typed(d[k], str, k)
         for k in ("kind", "severity", "subject", "expected", "actual", "hint")
     }
-    hosts = tuple(_typed(h, str, "hosts") for h in _list(d["hosts"], "hosts"))
-    return FindingEntry(**text, hosts=hosts, follows=_typed(d["follows"], int, "follows"))
+    hosts = tuple(typed(h, str, "hosts") for h in _list(d["hosts"], "hosts"))
+    return FindingEntry(**text, hosts=hosts, follows=typed(d["follows"], int, "follows"))
 
 
 def _evidence(value: Any) -> EvidenceEntry:
-    d = _obj(value, EvidenceEntry)
+    d = obj(value, EvidenceEntry)
     return EvidenceEntry(
-        _typed(d["file"], str, "file"),
-        _typed(d["line"], int, "line"),
-        _typed(d["text"], str, "text"),
-        _typed(d["where"], str, "where"),
+        typed(d["file"], str, "file"),
+        typed(d["line"], int, "line"),
+        typed(d["text"], str, "text"),
+        typed(d["where"], str, "where"),
     )
 
 
 def _explain_finding(value: Any) -> ExplainFinding:
-    d = _obj(value, ExplainFinding)
+    d = obj(value, ExplainFinding)
     return ExplainFinding(
         _finding_entry(d["finding"]),
-        _typed(d["where"], str, "where"),
-        tuple(_typed(n, str, "needs") for n in _list(d["needs"], "needs")),
+        typed(d["where"], str, "where"),
+        tuple(typed(n, str, "needs") for n in _list(d["needs"], "needs")),
         tuple(_evidence(e) for e in _list(d["evidence"], "evidence")),
-        _typed(d["lines"], int, "lines"),
+        typed(d["lines"], int, "lines"),
     )
 
 
 def _file(value: Any) -> FileEntry:
-    d = _obj(value, FileEntry)
-    counts = {k: _typed(d[k], int, k) for k in ("lines", "attributed", "odd", "cut")}
-    return FileEntry(_typed(d["path"], str, "path"), **counts)
+    d = obj(value, FileEntry)
+    counts = {k: typed(d[k], int, k) for k in ("lines", "attributed", "odd", "cut")}
+    return FileEntry(typed(d["path"], str, "path"), **counts)
 
 
 def _joined(value: Any) -> JoinedEntry:
-    d = _obj(value, JoinedEntry)
-    role = _typed(d["role"], str, "role")
+    d = obj(value, JoinedEntry)
+    role = typed(d["role"], str, "role")
     if role not in ROLES:
-        raise _Bad(f"'role' must be one of {', '.join(ROLES)}")
-    return JoinedEntry(role, _typed(d["report"], str, "report"), _finding_entry(d["finding"]),
-                       _typed(d["unattributed"], bool, "unattributed"))  # fmt: skip
+        raise Bad(f"'role' must be one of {', '.join(ROLES)}")
+    return JoinedEntry(role, typed(d["report"], str, "report"), _finding_entry(d["finding"]),
+                       typed(d["unattributed"], bool, "unattributed"))  # fmt: skip
 
 
 def _cascade(value: Any) -> tuple[str, int]:
     if not isinstance(value, dict) or set(value) != {"sign", "lines"}:
-        raise _Bad("a cascade entry must be {sign, lines}")
-    return _typed(value["sign"], str, "sign"), _typed(value["lines"], int, "lines")
+        raise Bad("a cascade entry must be {sign, lines}")
+    return typed(value["sign"], str, "sign"), typed(value["lines"], int, "lines")
 
 
 def loads(text: str, source: str) -> ExplainDocument:
@@ -168,19 +147,19 @@ def loads(text: str, source: str) -> ExplainDocument:
     if not isinstance(doc, dict) or doc.get("schema") != schemas.EXPLAIN:
         raise InputError(f"{source}: not an envtool explain JSON report ({schemas.EXPLAIN})")
     try:
-        d = _obj(doc, ExplainDocument, frozenset({"schema"}))
-        status = _typed(d["status"], str, "status")
+        d = obj(doc, ExplainDocument, frozenset({"schema"}))
+        status = typed(d["status"], str, "status")
         if status not in STATUSES:
-            raise _Bad(f"'status' must be one of {', '.join(STATUSES)}")
+            raise Bad(f"'status' must be one of {', '.join(STATUSES)}")
         return ExplainDocument(
             status,
-            _typed(d["verdict"], str, "verdict"),
+            typed(d["verdict"], str, "verdict"),
             tuple(_file(f) for f in _list(d["files"], "files")),
             tuple(_explain_finding(f) for f in _list(d["findings"], "findings")),
             tuple(_cascade(c) for c in _list(d["cascade"], "cascade")),
-            tuple(_typed(r, int, "silent") for r in _list(d["silent"], "silent")),
-            _typed(d["line_cap"], int, "line_cap"),
+            tuple(typed(r, int, "silent") for r in _list(d["silent"], "silent")),
+            typed(d["line_cap"], int, "line_cap"),
             tuple(_joined(j) for j in _list(d["joined"], "joined")),
         )
-    except _Bad as exc:
+    except Bad as exc:
         raise InputError(f"{source}: not an envtool explain JSON report: {exc}") from None
