@@ -19,7 +19,7 @@ from envtool.errors import InputError
 from envtool.joblog import files, frdump, stream
 from envtool.joblog.scan import FileScan, scan
 from envtool.judge import explain, explain_join
-from envtool.protocol import schemas, verify_report
+from envtool.protocol import collect_record, schemas, verify_report
 from envtool.protocol.verify_report import VerifyDocument
 from envtool.report import explain_text
 from envtool.yamlio import STDIN
@@ -79,6 +79,20 @@ def _read_file(log: files.LogFile, into: _Read) -> None:
         raise InputError(f"{log.path}: cannot read the log: {exc.strerror}") from None
 
 
+def _collected_host(folder: Path) -> str | None:
+    """The node an ``envtool collect`` folder is of: its collect.json (collect/1, read
+    strictly) names it and the folder's name agrees; None: not a collect folder, or one that
+    does not say so plainly (its files then speak for no host)."""
+    record = folder / files.COLLECT
+    try:
+        if record.is_symlink() or not record.is_file() or record.stat().st_size > files.MAX_JSON:
+            return None
+        said = collect_record.loads(record.read_text("utf-8", "replace"), str(record))
+    except (OSError, InputError):
+        return None
+    return said.host if said.host == folder.name else None
+
+
 def read_paths(paths: tuple[str, ...], reports: tuple[Path, ...] = ()) -> _Read:
     """Every path (``-``: standard input; a folder: its files), and the reports given."""
     into = _Read()
@@ -91,7 +105,7 @@ def read_paths(paths: tuple[str, ...], reports: tuple[Path, ...] = ()) -> _Read:
             is_dir = folder.is_dir()
         except OSError as exc:
             raise InputError(f"{path}: cannot read: {exc.strerror}") from None
-        logs = files.walk(folder) if is_dir else [files.LogFile(path)]
+        logs = files.walk(folder, _collected_host) if is_dir else [files.LogFile(path)]
         if not logs:
             raise InputError(f"{path}: a folder with no files in it")
         for log in logs:

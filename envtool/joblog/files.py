@@ -1,13 +1,13 @@
 """What the paths given to ``envtool explain`` hold: the files of a folder (walked in name
-order, bounded, links not followed), the host a collect folder names (``JOB/HOST/`` with its
-``collect.json``, envtool collect), and a torchelastic ``error.json`` as the lines of its
-message and its Python stack. Pure but for reading the folder's names."""
+order, bounded, links not followed), each with the host its folder is of (an ``envtool
+collect`` folder ``JOB/HOST/``: the command reads its ``collect.json``), and a torchelastic
+``error.json`` as the lines of its message and its Python stack. Pure but for reading the
+folder's names."""
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,28 +30,17 @@ class LogFile:
     host: str | None = None
 
 
-def _host(folder: Path) -> str | None:
-    """The node a collect folder is of: its ``collect.json`` says, and its name agrees."""
-    record = folder / COLLECT
-    try:
-        if record.is_symlink() or not record.is_file() or record.stat().st_size > MAX_JSON:
-            return None
-        said = json.loads(record.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return None
-    host = said.get("host") if isinstance(said, dict) else None
-    return host if isinstance(host, str) and host == folder.name else None
-
-
-def walk(root: Path) -> list[LogFile]:
+def walk(root: Path, host_of: Callable[[Path], str | None]) -> list[LogFile]:
     """Every regular file under ``root`` in name order (symbolic links and what is not a
-    regular file skipped); InputError past MAX_FILES or MAX_DEPTH."""
+    regular file skipped), each with the host ``host_of`` says its folder is of (a collect
+    folder's, read by the command with collect/1's strict reader); InputError past MAX_FILES
+    or MAX_DEPTH."""
     out: list[LogFile] = []
 
     def visit(folder: Path, host: str | None, depth: int) -> None:
         if depth > MAX_DEPTH:
             raise InputError(f"{folder}: folders deeper than {MAX_DEPTH} levels")
-        host = _host(folder) or host
+        host = host_of(folder) or host
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:

@@ -16,7 +16,7 @@ from typing import Any
 from conftest import run_main
 
 from envtool.cli import main
-from envtool.protocol import explain_report
+from envtool.protocol import collect_record, explain_report
 
 
 def _explain(tmp_path: Path, *paths: Path) -> tuple[int, dict[str, Any], str]:
@@ -134,8 +134,9 @@ def _collect_folder(root: Path) -> Path:
     job = root / "4242"
     for host in ("node1", "node2"):
         (job / host / "error").mkdir(parents=True)
-        (job / host / "collect.json").write_text(json.dumps({"schema": "envtool.collect/1",
-                                                              "host": host}))  # fmt: skip
+        record = collect_record.CollectRecord(host, "4242", "alice", 1764662000.0, "--since",
+                                              1764662500.0, (), (), ())  # fmt: skip
+        (job / host / "collect.json").write_text(collect_record.dumps(record))
         (job / host / "kernel.log").write_text("[  5.0] nvidia: loading out-of-tree module\n")
     error = {"message": {"message": "RuntimeError: CUDA error: uncorrectable ECC error "
                          "encountered\nCompile with `TORCH_USE_CUDA_DSA`",
@@ -163,7 +164,8 @@ def test_a_folder_naming_another_host_than_its_collect_json_is_not_believed(
     tmp_path: Path,
 ) -> None:
     job = _collect_folder(tmp_path)
-    (job / "node2" / "collect.json").write_text(json.dumps({"host": "node9"}))
+    said = (job / "node2" / "collect.json").read_text()
+    (job / "node2" / "collect.json").write_text(said.replace('"node2"', '"node9"'))
     _, doc, _ = _explain(tmp_path, job)
     assert doc["findings"][0]["finding"]["hosts"] == []  # said by neither: not attributed
 
