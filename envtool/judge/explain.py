@@ -96,12 +96,14 @@ def _tier(event: Event, shm_said: set[int], index: int) -> Tier:
     after another (45) or a non-fatal NVLink5 unit error nothing, the rest a cause."""
     if event.sign is Sign.SIGBUS and index in shm_said:
         return Tier.CAUSE
-    if event.sign is Sign.XID:
-        xid, sub = int(event.get("xid") or 0), event.get("sub") or ""
-        if xid_catalog.resolution(xid, sub) is xid_catalog.Resolution.IGNORE:
-            return Tier.CONTEXT
-        return Tier.FAILURE if xid_catalog.application(xid, sub) else Tier.CAUSE
-    return event.sign.tier
+    return _xid_tier(event) if event.sign is Sign.XID else event.sign.tier
+
+
+def _xid_tier(event: Event) -> Tier:
+    xid, sub = int(event.get("xid") or 0), event.get("sub") or ""
+    if xid_catalog.resolution(xid, sub) is xid_catalog.Resolution.IGNORE:
+        return Tier.CONTEXT
+    return Tier.FAILURE if xid_catalog.application(xid, sub) else Tier.CAUSE
 
 
 def _kind(event: Event) -> Kind | None:
@@ -140,7 +142,7 @@ def _finding(kind: Kind, lead: Event, evidence: Sequence[Event], cause: str = ""
 def _explained(kind: Kind, lead: Event, pool: Sequence[Event], signs: frozenset[Sign]) -> Explained:
     same = [e for e in pool if e.sign in signs]
     if kind is Kind.GPU_XID:  # the hardware Xids, not the application's beside them
-        same = [e for e in same if _tier(e, set(), 0) is Tier.CAUSE]
+        same = [e for e in same if _xid_tier(e) is Tier.CAUSE]
     context = [e for e in pool if e.sign in _CONTEXT.get(kind, frozenset()) and e not in same]
     if kind in (Kind.IB_QP_ERROR, Kind.IB_COMPLETION_ERROR):  # the HCA of the failing host
         context = [e for e in context if e.origin.host == lead.origin.host]

@@ -128,8 +128,10 @@ def _xid(g: Callable[[str], str | None]) -> str:
 def differs(f: Finding) -> str:
     """``NCCL version 2.18.3 on node3; 2.19.3 on the others``, or each value with its hosts."""
     if f.spread:
-        return f"{f.subject}: " + "; ".join(f"{v} on {', '.join(h)}" for v, h in f.spread)
-    return f"{f.subject}: {f.actual} on {', '.join(f.hosts)}; {f.expected} on the other hosts"
+        said = "; ".join(f"{v} on {', '.join(h)}" for v, h in f.spread)
+    else:
+        said = f"{f.actual} on {', '.join(f.hosts)}; {f.expected} on the other hosts"
+    return visible(f"{f.subject}: {said}")  # every value is a log's
 
 
 def what(e: Event) -> str:

@@ -195,3 +195,14 @@ def test_junit_names_the_cause_and_each_finding(tmp_path: Path) -> None:
     code, out, _ = run_main(main, tmp_path, [], ("explain", str(log), "--format", "junit"))
     suite = ET.fromstring(out).find("testsuite")
     assert code == 0 and suite is not None and suite.get("failures") == "0"
+
+
+def test_a_header_value_with_terminal_escapes_is_shown_escaped(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    a = _header({"node01": "2.19.3", "node02": "2.19.3"}, "eth0")
+    b = [line.replace("node01", "node03").replace("0: ", "2: ") for line in _header(
+        {"node01": "2.19.3"}, "eth0\x1b[2J")]  # fmt: skip
+    log.write_text("\n".join(a + b) + "\n")
+    _, doc, _ = _explain(tmp_path, log)
+    said = [f["finding"]["actual"] for f in doc["findings"]]
+    assert said and all("\x1b" not in s for s in said) and any("\\x1b" in s for s in said)
