@@ -8,9 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from envtool.joblog import ras
 from envtool.joblog.kernel import header_value
 from envtool.joblog.origin import Origin, strip
-from envtool.joblog.signs import Detail, Sign, Tier, classify
+from envtool.joblog.patterns import classify
+from envtool.joblog.signs import Detail, Sign, Tier
 from envtool.joblog.stream import RawLine
 
 MAX_KEPT = 16  # lines kept of each sign in a file (the first ones: the cause comes first)
@@ -50,6 +52,7 @@ class FileScan:
     ranks: tuple[int, ...]  # ranks the file names (at most MAX_KEYS)
     hosts: tuple[str, ...]  # hosts the file names (at most MAX_KEYS)
     headers: tuple[Event, ...] = ()  # the first line of each host's each NCCL header value
+    rank_hosts: tuple[tuple[int, str], ...] = ()  # the host a prefix first gave each rank
 
 
 def header(event: Event) -> tuple[str, str]:
@@ -81,6 +84,8 @@ class _Scanner:
         self.counts: dict[Sign, int] = {}
         self.ranks: set[int] = set()
         self.hosts: set[str] = set()
+        self.rank_hosts: dict[int, str] = {}
+        self.ras = ras.Reader()
         self.init: dict[tuple[str, int], Event] = {}  # NCCL processes that began init
         self.complete: set[tuple[str, int]] = set()
 
@@ -94,7 +99,12 @@ class _Scanner:
         text, origin = strip(raw.text)
         if self.host is not None and origin.host is None:
             origin = replace(origin, host=self.host, via=(*origin.via, "collect folder"))
-        found = classify(text)
+        found = self.ras.feed(text)
+        if found is not None:  # the node RAS names, not the one that ran the client
+            peer = dict(found[1]).get("peer")  # None: RAS named no node (2.24's rank list)
+            origin = replace(origin, host=peer, via=(*origin.via, "nccl ras"))
+        else:
+            found = classify(text)
         if found is not None:
             origin = _with_rank(origin, found[1])
         if origin.attributed:
@@ -103,6 +113,7 @@ class _Scanner:
                 self.ranks.add(origin.rank)
             if origin.host is not None and len(self.hosts) < MAX_KEYS:
                 self.hosts.add(origin.host)
+            self._place(origin)
         if found is None:
             return
         sign, detail = found
@@ -116,6 +127,12 @@ class _Scanner:
         self.counts[sign] = n + 1
         if n < MAX_KEPT:
             self.events.append(event)
+
+    def _place(self, o: Origin) -> None:
+        if o.rank is None or o.host is None or o.rank in self.rank_hosts:
+            return
+        if len(self.rank_hosts) < MAX_KEYS:
+            self.rank_hosts[o.rank] = o.host
 
     def _track_init(self, event: Event) -> None:
         o = event.origin
@@ -149,6 +166,7 @@ class _Scanner:
             tuple(sorted(self.ranks)),
             tuple(sorted(self.hosts)),
             tuple(self.headers.values()),
+            tuple(sorted(self.rank_hosts.items())),
         )
 
 

@@ -34,6 +34,7 @@ CAUSES: dict[Sign, Kind] = {
     Sign.DRIVER_OLD: Kind.DRIVER_TOO_OLD,
     Sign.SHM: Kind.SHM_SMALL,
     Sign.GLOO_LOOPBACK: Kind.GLOO_LOOPBACK,
+    Sign.IFNAME: Kind.IFNAME_UNMATCHED,
     Sign.MISMATCH: Kind.COLLECTIVE_MISMATCH,
     Sign.IB_QP: Kind.IB_QP_ERROR,
     Sign.IB_COMPLETION: Kind.IB_COMPLETION_ERROR,
@@ -74,7 +75,8 @@ class JobVerdict:
     status: Status
     findings: tuple[Explained, ...] = ()  # the cause (or cause-not-established) first
     cascade: tuple[tuple[Sign, int], ...] = ()  # the other failure lines, by sign
-    silent: tuple[int, ...] = ()  # ranks the logs name that reported no watchdog timeout
+    silent: tuple[int, ...] = ()  # ranks the logs name that reported no timeout
+    silent_on: tuple[tuple[int, str], ...] = ()  # (rank, host) of those a prefix placed
 
     @property
     def exit_code(self) -> int:
@@ -124,6 +126,8 @@ def _subject(kind: Kind, lead: Event, evidence: Sequence[Event]) -> str:
         return f"GPU {lead.get('pci')}"
     if kind is Kind.IB_COMPLETION_ERROR:
         return f"peer {lead.get('peer')}" if lead.get("peer") else "IB"
+    if kind is Kind.IFNAME_UNMATCHED:
+        return "GLOO_SOCKET_IFNAME" if lead.get("interface") else "NCCL_SOCKET_IFNAME"
     if kind is Kind.GPU_ECC:
         return f"GPU {lead.origin.gpu}" if lead.origin.gpu is not None else "GPU"
     names = {
@@ -152,14 +156,20 @@ def _explained(kind: Kind, lead: Event, pool: Sequence[Event], signs: frozenset[
     )
 
 
+TIMEOUTS = frozenset({Sign.WATCHDOG, Sign.GLOO_TIMEOUT})  # NCCL's watchdog, gloo's own
+
+
 def _timeouts(events: Sequence[Event]) -> Explained | None:
-    waits = [e for e in events if e.sign is Sign.WATCHDOG]
+    waits = [e for e in events if e.sign in TIMEOUTS]
     if not waits:
         return None
-    lead = min(waits, key=lambda e: int(e.get("seq") or 0))
-    f = _explained(Kind.COLLECTIVE_TIMEOUT, lead, waits, frozenset({Sign.WATCHDOG}))
+    lead = min(waits, key=lambda e: (e.sign.rank, int(e.get("seq") or 0)))
+    f = _explained(Kind.COLLECTIVE_TIMEOUT, lead, waits, TIMEOUTS)
     op = lead.get("op") or "collective"
-    subject = f"{op} SeqNum={lead.get('seq')}" if lead.get("seq") else op
+    if lead.sign is Sign.GLOO_TIMEOUT:
+        subject = "a gloo collective"
+    else:
+        subject = f"{op} SeqNum={lead.get('seq')}" if lead.get("seq") else op
     return Explained(
         Finding(f.finding.kind, f.finding.severity, subject, hosts=f.finding.hosts),
         lead,
@@ -205,7 +215,8 @@ def decide(scans: Sequence[FileScan]) -> JobVerdict:
         found += (waits,) if waits is not None else ()
         status = Status.NOT_ESTABLISHED
     found += tuple(warnings)
-    return JobVerdict(status, found, _cascade(scans, found), _silent(scans, pool))
+    silent = _silent(scans, pool)
+    return JobVerdict(status, found, _cascade(scans, found), silent, _placed(scans, silent))
 
 
 def _cascade(scans: Sequence[FileScan], found: Sequence[Explained]) -> tuple[tuple[Sign, int], ...]:
@@ -219,8 +230,18 @@ def _cascade(scans: Sequence[FileScan], found: Sequence[Explained]) -> tuple[tup
 
 
 def _silent(scans: Sequence[FileScan], pool: Sequence[Event]) -> tuple[int, ...]:
-    reported = {e.origin.rank for e in pool if e.sign is Sign.WATCHDOG}
+    reported = {e.origin.rank for e in pool if e.sign in TIMEOUTS}
     if not reported:
         return ()
     named = {r for s in scans for r in s.ranks}
     return tuple(sorted(named - reported))
+
+
+def _placed(scans: Sequence[FileScan], ranks: Sequence[int]) -> tuple[tuple[int, str], ...]:
+    """The host a prefix gave each of ``ranks`` (the first file's that names one)."""
+    want, out = set(ranks), dict[int, str]()
+    for s in scans:
+        for rank, host in s.rank_hosts:
+            if rank in want:
+                out.setdefault(rank, host)
+    return tuple(sorted(out.items()))

@@ -29,6 +29,9 @@ _CONNECT = frozenset({"socket-ifname-unmatched", "rendezvous-unreachable",
                       "rendezvous-address-differs"})  # fmt: skip
 _MISMATCH = frozenset({"version-differs", "differs-from-majority", "nccl-env-differs",
                        "version-mismatch", "two-nccls"})  # fmt: skip
+# what only NCCL uses: /dev/shm, RDMA, its own variables (gloo's timeouts are not theirs)
+_NCCL_ONLY = frozenset({"shm-small", "memlock-low", "ib-port-down", "ib-hca-missing",
+                        "nccl-env-differs", "two-nccls"})  # fmt: skip
 # the verify kinds that explain a failure line of each sign (the log's event, the node's fact)
 EXPLAINS: dict[Sign, frozenset[str]] = {
     Sign.SHM: frozenset({"shm-small"}),
@@ -38,6 +41,7 @@ EXPLAINS: dict[Sign, frozenset[str]] = {
     Sign.IB_COMPLETION: frozenset({"ib-port-down", "ib-rate-differs"}),
     Sign.SOCKET: _CONNECT,
     Sign.GLOO_LOOPBACK: frozenset({"gloo-loopback", "rendezvous-loopback"}),
+    Sign.IFNAME: frozenset({"socket-ifname-unmatched"}),
     Sign.CUDA_ERROR: _GPU,
     Sign.ECC: frozenset({"gpu-ecc-uncorrectable", "gpu-xid", "gpu-row-remap"}),
     Sign.XID: _GPU,  # an application's Xid: a hardware one is a cause of its own
@@ -47,6 +51,10 @@ EXPLAINS: dict[Sign, frozenset[str]] = {
     Sign.INIT_INCOMPLETE: _HANG,
     Sign.WATCHDOG: _HANG,
     Sign.WATCHDOG_STACK: _HANG,
+    Sign.GLOO_TIMEOUT: _HANG - _NCCL_ONLY,
+    Sign.RAS_DEAD: _HANG | _GPU,
+    Sign.RAS_MISSING: _HANG | _GPU,
+    Sign.RAS_ERROR: _HANG | _GPU,
 }
 
 
@@ -85,6 +93,7 @@ def blamed(verdict: JobVerdict) -> tuple[str, ...]:
     """The hosts the verdict's findings and their evidence name."""
     hosts = {h for f in verdict.findings for h in f.finding.hosts}
     hosts |= {e.origin.host for f in verdict.findings for e in f.evidence if e.origin.host}
+    hosts |= {host for _, host in verdict.silent_on}  # a rank that reported no timeout
     return tuple(sorted(hosts))
 
 

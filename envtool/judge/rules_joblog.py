@@ -12,7 +12,8 @@ JOBLOG_RULES: dict[Kind, Rule] = {
     Kind.COLLECTIVE_TIMEOUT: Rule(
         Check.ALLREDUCE, Severity.ERROR, None,
         "`envtool explain`: a rank's ProcessGroupNCCL watchdog reported `WorkNCCL(SeqNum=N, "
-        "OpType=X, ... Timeout(ms)=T)`: a collective did not finish in time. A timeout is "
+        "OpType=X, ... Timeout(ms)=T)`, or gloo `Timed out waiting Tms for recv operation`: "
+        "a collective did not finish in time. A timeout is "
         "what the other ranks see of a rank that failed, hung or fell behind, so it is never "
         "named as the cause: the finding lists which ranks reported which SeqNum and OpType "
         "with the timeout, and the ranks the logs name that reported none",

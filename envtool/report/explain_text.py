@@ -14,7 +14,7 @@ import click
 from envtool.joblog.scan import Event, FileScan
 from envtool.joblog.signs import Sign
 from envtool.joblog.stream import LINE_CAP
-from envtool.judge.explain import Explained, JobVerdict, Status
+from envtool.judge.explain import TIMEOUTS, Explained, JobVerdict, Status
 from envtool.judge.explain_join import Joined
 from envtool.judge.kinds import Kind
 from envtool.judge.rules import RULES
@@ -51,9 +51,10 @@ def _entry(f: Explained, verdict: JobVerdict) -> er.ExplainFinding:
     if lead.sign is Sign.HEADER:
         actual, needs = words.differs(f.finding), ()
     elif kind is Kind.CAUSE_NOT_ESTABLISHED:
-        needs = words.needs(lead.sign)
+        needs = words.needs(lead.sign, verdict.silent, verdict.silent_on)
     elif kind is Kind.COLLECTIVE_TIMEOUT:
-        actual = words.timeouts([e for e in f.evidence if e.sign is Sign.WATCHDOG], verdict.silent)
+        waits = [e for e in f.evidence if e.sign in TIMEOUTS]
+        actual = words.timeouts(waits, verdict.silent, verdict.silent_on)
         needs = ()  # the cause-not-established finding beside it says what would settle it
     else:
         context = [
@@ -114,7 +115,7 @@ def verdict_text(
     if verdict.status is Status.CAUSE:
         kind = first.finding.kind.value
         return f"cause: {kind} on {_lead_where(first)} — {said} ({_at(first.lead)})"
-    settle = words.needs(first.lead.sign)[0]
+    settle = words.needs(first.lead.sign, verdict.silent, verdict.silent_on)[0]
     return (
         f"cause not established: {said}, on {_lead_where(first)} ({_at(first.lead)}); to "
         f"settle it: {settle}"
@@ -195,6 +196,7 @@ def render(doc: er.ExplainDocument, scans: Sequence[FileScan], width: int) -> st
         if f.finding.kind != Kind.CAUSE_NOT_ESTABLISHED.value:
             for need in f.needs:  # what the log leaves open (its fix line says the rest)
                 lines += fold(need, width, " " * 4 + "open      ", " " * 14)
+    said = None
     for j in doc.joined:
         head = {
             "cause": "the nodes' facts: the cause",
@@ -202,7 +204,12 @@ def render(doc: er.ExplainDocument, scans: Sequence[FileScan], width: int) -> st
             "beside": "the nodes' facts: also",
         }[j.role]
         note = " (the logs name no host: the report's)" if j.unattributed else ""
-        lines += ["", *fold(f"{head}, from {PurePath(j.report).name}{note}", width)]
+        heading = f"{head}, from {PurePath(j.report).name}{note}"
+        if heading != said:  # one heading over the findings it covers
+            lines += ["", *fold(heading, width)]
+            said = heading
+        else:
+            lines.append("")
         lines += finding_block(j.finding, j.finding.follows, _hosts, width)
     if doc.cascade:
         told = ", ".join(f"{n} {sign}" for sign, n in doc.cascade)

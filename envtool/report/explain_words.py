@@ -15,7 +15,7 @@ from envtool.judge.kinds import Kind
 from envtool.report.text import visible
 
 NOT_ATTRIBUTED = "not attributed"
-SHORT_TIMEOUT_MS = 60_000  # a watchdog timeout below a minute is worth saying
+SHORT_TIMEOUT_MS = 1_000  # a timeout below a second is shorter than collectives take
 
 
 def where(o: Origin) -> str:
@@ -66,11 +66,13 @@ _SAID: dict[Sign, Callable[[Callable[[str], str | None]], str]] = {
     ),
     Sign.ARCH_LIST: lambda g: f"this torch supports {g('list')}",
     Sign.DRIVER_OLD: lambda g: f"torch: the NVIDIA driver is too old{_cuda(g('found'))}",
-    Sign.SHM: lambda g: (
-        f"NCCL could not create {g('segment')}{_mib(g('size'))}"
-        if g("segment")
-        else "no space left on device in /dev/shm"
+    Sign.SHM: lambda g: _shm(g),
+    Sign.IFNAME: lambda g: (
+        f"gloo found no interface named {g('interface')} (GLOO_SOCKET_IFNAME)"
+        if g("interface")
+        else f"NCCL {g('transport')}: no interface found (NCCL_SOCKET_IFNAME)"
     ),
+    Sign.GLOO_TIMEOUT: lambda g: f"gloo: a {g('op')} timed out (after {g('timeout_ms')} ms)",
     Sign.MISMATCH: lambda g: (
         f"NCCL: collective mismatch with peer {g('peer')}: local size "
         f"{g('local')}, remote size {g('remote')}"
@@ -98,6 +100,13 @@ _SAID: dict[Sign, Callable[[Callable[[str], str | None]], str]] = {
         )
     ),
     Sign.IB_DEVICE: lambda g: f"NCCL's IB devices: {g('devices')}",
+    Sign.RAS_DEAD: lambda g: f"NCCL RAS: {_ras_who(g)} is considered dead (unreachable)",
+    Sign.RAS_MISSING: lambda g: (
+        f"NCCL RAS: communicator {g('comm')} misses rank(s) {g('ranks')}"
+        if g("ranks")
+        else f"NCCL RAS: {_ras_who(g)} did not answer"
+    ),
+    Sign.RAS_ERROR: lambda g: f"NCCL RAS: {_ras_who(g)} reported {g('error') or 'an error'}",
     Sign.XID: lambda g: _xid(g),
     Sign.IB_COMPLETION: lambda g: (
         f"NCCL: an IB work completion from peer {g('peer') or '?'} with status "
@@ -112,6 +121,23 @@ _WC: dict[str, str] = {
     "12": " (transport retry counter exceeded: the peer or the path to it stopped answering)",
     "13": " (RNR retry counter exceeded: the peer's receiver was not ready)",
 }
+
+
+def _ras_who(g: Callable[[str], str | None]) -> str:
+    """``rank 3 (process 4100 on node 10.0.0.3, GPU 1)``, or the process alone."""
+    process = f"process {g('pid')} on node {g('peer')}, GPU {g('gpus')}"
+    return f"rank {g('rank')} ({process})" if g("rank") else process
+
+
+def _shm(g: Callable[[str], str | None]) -> str:
+    segment = g("segment") or ""
+    if segment.startswith("/torch_"):
+        return f"torch could not allocate its shared-memory file {segment}: no space left"
+    if segment:
+        return f"NCCL could not create {segment}{_mib(g('size'))}"
+    if g("worker"):
+        return "a DataLoader worker died of a bus error; torch: insufficient shared memory"
+    return "no space left on device in /dev/shm"
 
 
 def _xid(g: Callable[[str], str | None]) -> str:
@@ -171,6 +197,17 @@ _NEEDS: dict[Sign, tuple[str, ...]] = {
         "SeqNum, is the one behind",
         "a flight-recorder dump (`TORCH_NCCL_TRACE_BUFFER_SIZE`)",
     ),
+    Sign.RAS_DEAD: (
+        "that node's own log and kernel log: why its process stopped answering (`envtool "
+        "collect` gathers both; `envtool verify` there reads its GPUs and Xid records)",
+        "whether the process still runs on that node (`py-spy dump --pid PID` if it does)",
+    ),
+    Sign.RAS_ERROR: ("that rank's own log with `NCCL_DEBUG=INFO`: its WARN line says what failed",),
+    Sign.GLOO_TIMEOUT: (
+        "the log of every rank: a rank that reported no timeout is the one behind",
+        "what that rank did before it (a long step, a data-loading stall, a `barrier()` only "
+        "some ranks call)",
+    ),
     Sign.NCCL_ERROR: (
         "a rerun with `NCCL_DEBUG=INFO`: NCCL's `Last error:` line and its WARN say what failed",
     ),
@@ -194,9 +231,26 @@ _CAUSE_NEEDS: dict[Kind, str] = {
 }
 
 
-def needs(sign: Sign) -> tuple[str, ...]:
-    """What would settle a failure whose first line is of ``sign``."""
-    return _NEEDS.get(sign, ("the job's first error: the lines before this from every rank",))
+_NEEDS[Sign.RAS_MISSING] = _NEEDS[Sign.RAS_DEAD]
+
+
+def needs(
+    sign: Sign, silent: Sequence[int] = (), on: Sequence[tuple[int, str]] = ()
+) -> tuple[str, ...]:
+    """What would settle a failure whose first line is of ``sign``; for a timeout, the
+    ranks that reported none (``silent``, ``on`` their hosts) first: one of them is behind."""
+    said = _NEEDS.get(sign, ("the job's first error: the lines before this from every rank",))
+    if sign not in (Sign.WATCHDOG, Sign.GLOO_TIMEOUT) or not silent:
+        return said
+    hosts = dict(on)
+    ranks = ", ".join(f"{r} ({visible(hosts[r])})" if r in hosts else str(r) for r in silent[:8])
+    more = f" and {len(silent) - 8} more" if len(silent) > 8 else ""
+    return (
+        f"what rank{'s' if len(silent) > 1 else ''} {ranks}{more} did then: no timeout from "
+        f"{'them' if len(silent) > 1 else 'it'}, and the rank that fell behind, hung or failed "
+        "first is among those (its own lines; `py-spy dump --pid` while a job hangs)",
+        *said[1:],  # the first: every rank's log, which this one names
+    )
 
 
 def cause_needs(kind: Kind, lead: Event) -> tuple[str, ...]:
@@ -207,19 +261,53 @@ def cause_needs(kind: Kind, lead: Event) -> tuple[str, ...]:
     return (said,) if said else ()
 
 
-def timeouts(waits: Sequence[Event], silent: Sequence[int]) -> str:
-    """``rank 3: ALLREDUCE SeqNum=1, Timeout(ms)=1 (ran 90 ms)``; the ranks that said none."""
-    groups: dict[tuple[str | None, str | None, str | None], list[str]] = {}
+def _ranges(ranks: Sequence[int]) -> str:
+    """``0-6,15``."""
+    out: list[str] = []
+    for r in sorted(set(ranks)):
+        if out and (last := out[-1].rpartition("-")[2]) and int(last) == r - 1:
+            out[-1] = f"{out[-1].partition('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ",".join(out)
+
+
+def _who(origins: Sequence[Origin]) -> str:
+    """``node1 (ranks 0-5); node2 (ranks 6,8-10)``: the ranks by host, else each origin."""
+    by_host: dict[str | None, list[int]] = {}
+    others: list[str] = []
+    for o in origins:
+        if o.rank is None:
+            others.append(where(o))
+        else:
+            by_host.setdefault(o.host, []).append(o.rank)
+    parts = []
+    for host, ranks in sorted(by_host.items(), key=lambda p: min(p[1])):
+        said = f"rank{'s' if len(set(ranks)) > 1 else ''} {_ranges(ranks)}"
+        parts.append(f"{visible(host)} ({said})" if host else said)
+    return "; ".join(parts + sorted(set(others)))
+
+
+def timeouts(
+    waits: Sequence[Event], silent: Sequence[int], on: Sequence[tuple[int, str]] = ()
+) -> str:
+    """``rank 3: ALLREDUCE SeqNum=1, Timeout(ms)=1 (ran 90 ms)``; gloo's ``ranks 0-6: gloo
+    recv, Timeout(ms)=10000``; the ranks that said none, with their hosts where known."""
+    groups: dict[tuple[str | None, str | None, str | None], list[Event]] = {}
     for e in waits:
-        key = (e.get("op"), e.get("seq"), e.get("timeout_ms"))
-        ran = f" (ran {e.get('ran_ms')} ms)" if e.get("ran_ms") else ""
-        groups.setdefault(key, []).append(where(e.origin) + ran)
-    parts = [
-        f"{'; '.join(sorted(set(who)))}: {op} SeqNum={seq}, Timeout(ms)={t}"
-        for (op, seq, t), who in groups.items()
-    ]
+        groups.setdefault((e.get("op"), e.get("seq"), e.get("timeout_ms")), []).append(e)
+    parts = []
+    for (op, seq, t), said in groups.items():
+        if seq is None and said[0].sign is Sign.GLOO_TIMEOUT:
+            parts.append(f"{_who([e.origin for e in said])}: gloo {op}, Timeout(ms)={t}")
+            continue
+        ran = {where(e.origin) + (f" (ran {e.get('ran_ms')} ms)" if e.get("ran_ms") else "")
+               for e in said}  # fmt: skip
+        parts.append(f"{'; '.join(sorted(ran))}: {op} SeqNum={seq}, Timeout(ms)={t}")
     if silent:
-        parts.append("no timeout from rank " + ",".join(str(r) for r in silent[:32]))
+        hosts = dict(on)
+        named = [f"{r} ({visible(hosts[r])})" if r in hosts else str(r) for r in silent[:32]]
+        parts.append(f"no timeout from rank{'s' if len(silent) > 1 else ''} " + ", ".join(named))
     shortest = min((int(t) for _, _, t in groups if t and t.isdigit()), default=None)
     if shortest is not None and shortest < SHORT_TIMEOUT_MS:
         parts.append(
