@@ -28,6 +28,7 @@ _REPORTED = re.compile(r"^\d{1,9} ranks reported (.{1,40})$")
 _MONITOR = re.compile(r"^\[[\d: -]{8,30}\] (PEER_DEAD|PEER_TIMEOUT_DEAD|PEER_UNRESPONSIVE): ")
 _BLOCKS = {"DEAD": Sign.RAS_DEAD, "INCOMPLETE": Sign.RAS_MISSING}
 _SECTIONS = ("Job summary", "Errors", "Warnings", "TIMEOUT")
+_HEADER_CHARS = 16  # the block and section headers are shorter
 
 
 class Reader:
@@ -39,20 +40,27 @@ class Reader:
         self.error = ""  # the error a "N ranks reported E" line gave the lines below it
 
     def feed(self, text: str) -> tuple[Sign, Detail] | None:
-        """``text``: the line with its prefixes and leading blanks off."""
-        if (m := _MONITOR.match(text)) is not None and (p := _PROCESS.search(text)):
-            sign = Sign.RAS_MISSING if m.group(1) == "PEER_UNRESPONSIVE" else Sign.RAS_DEAD
-            return sign, _process(p, m.group(1))
-        head = text.rstrip()
-        if head in _BLOCKS:
-            self.block, self.comm, self.error = _BLOCKS[head], "", ""
+        """``text``: the line with its prefixes and leading blanks off. Cheap for a line that
+        is no RAS line (most of a job's log): a look at its first character and length."""
+        first = text[:1]
+        if first == "[" and "PEER_" in text:
+            if (m := _MONITOR.match(text)) is not None and (p := _PROCESS.search(text)):
+                sign = Sign.RAS_MISSING if m.group(1) == "PEER_UNRESPONSIVE" else Sign.RAS_DEAD
+                return sign, _process(p, m.group(1))
             return None
-        if (c := _COMM.match(head)) is not None:
+        if len(text) <= _HEADER_CHARS:
+            head = text.rstrip()
+            if head in _BLOCKS:
+                self.block, self.comm, self.error = _BLOCKS[head], "", ""
+                return None
+            if head in _SECTIONS:
+                self.block = None
+                return None
+            if not head:
+                return None
+        if first == "#" and (c := _COMM.match(text.rstrip())) is not None:
             self.comm, self.error = c.group(1), ""
             self.block = {"INCOMPLETE": Sign.RAS_MISSING, "ERROR": Sign.RAS_ERROR}.get(c.group(2))
-            return None
-        if head in _SECTIONS or not head:
-            self.block = None if head else self.block
             return None
         return self._detail(text)
 
