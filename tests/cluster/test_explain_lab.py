@@ -9,7 +9,8 @@ tmpfs on /dev/shm, as a container started without ``--shm-size`` has.
   never its cause (gloo uses no /dev/shm).
 - The job script sets ``GLOO_SOCKET_IFNAME=eth9`` on node3: ``socket-ifname-unmatched`` on node3.
 - A DataLoader's batches through /dev/shm: ``shm-small`` on node2, and joined with the verify
-  report, verify's own ``shm-small`` on node2 confirms it.
+  report, verify's own ``shm-small`` on node2 confirms it; ``--hosts node[1-3]`` runs that
+  verify over ssh itself and joins it the same way.
 """
 
 from __future__ import annotations
@@ -106,3 +107,14 @@ def test_a_dataloader_through_a_64_mib_dev_shm_on_node2(rig: Rig, report: Path) 
     assert [(j.role, j.finding.kind, j.finding.hosts) for j in doc.joined][:1] == [
         ("confirms", "shm-small", ("node2",))
     ], json.dumps(json.loads(out)["joined"], indent=1)
+
+
+def test_hosts_runs_verify_on_the_lab_over_ssh_and_joins_it(rig: Rig) -> None:
+    log = _job(rig, "shm-hosts", [1, 1, 1], {"JOB_FAULT": "shm"})
+    ssh = ("--hosts", "node[1-3]", "-F", str(rig.lab.cluster.ssh_config), "--timeout", "60")
+    code, doc, out = _explain(rig, log, *ssh)
+    assert code == 1 and doc.findings[0].finding.hosts == ("node2",), out
+    [same] = [j for j in doc.joined if j.role == "confirms"]
+    assert (same.report, same.finding.kind, same.finding.hosts) == (
+        "verify --hosts node[1-3]", "shm-small", ("node2",)
+    ), out  # fmt: skip
