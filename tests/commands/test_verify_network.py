@@ -2,7 +2,8 @@
 their own network namespace, hostname and /etc/hosts (tests/fixtures/netns.py): healthy nodes
 say nothing about their network; NCCL_SOCKET_IFNAME=eth9 in every node's sessions is one
 finding naming the variable, eth9 and what the nodes have (eth0, lo) on all three; an MTU
-changed on one node's veth names that node."""
+changed on one node's veth names that node. A real failed job's "No route to host" joined with
+the eth9 lab's report is explained by it (issue 34)."""
 
 from __future__ import annotations
 
@@ -80,3 +81,34 @@ def test_an_mtu_changed_on_one_nodes_veth_names_that_node(rig: Rig) -> None:
         (Kind.MTU_DIFFERS.value, "MTU of eth0", ["node2"], "1500", "1400")
     ]  # fmt: skip
     assert code == 0  # a warning
+
+
+def test_a_real_jobs_no_route_is_explained_by_the_labs_unmatched_interface(
+    rig: Rig, shared_data: Path
+) -> None:
+    """Issue 34: a real job's log (failed-jobs/hkproj1-ifname-no-route-to-host.log, from
+    hkproj/pytorch-transformer-distributed#1: NCCL's connect to its peer had no route; the
+    thread's fix was NCCL_SOCKET_IFNAME) establishes no cause alone; joined with the verify
+    report of this lab, whose NCCL_SOCKET_IFNAME=eth9 selects nothing, the unmatched
+    variable is named as the cause, as the report's (the log names no host)."""
+    log = shared_data / "real" / "failed-jobs" / "hkproj1-ifname-no-route-to-host.log"
+    rig.lab.set_env({"NCCL_SOCKET_IFNAME": "eth9"})
+    try:
+        _, out, err = rig.project.run(
+            "verify", "--hosts", "node[1-3]", "-F", str(rig.lab.cluster.ssh_config),
+            "--min-gpus", "0", "--format", "json", "--timeout", "60",
+        )  # fmt: skip
+    finally:
+        rig.lab.set_env(LAB_ENV)
+    report = rig.root / "verify-eth9.json"
+    report.write_text(out)
+    assert rig.project.run("explain", str(log))[0] == 4
+    code, out, err = rig.project.run("explain", str(log), "--report", str(report), "--format",
+                                     "json")  # fmt: skip
+    doc = json.loads(out)
+    assert code == 1 and doc["status"] == "cause", out + err
+    [cause] = [j for j in doc["joined"] if j["role"] == "cause"]
+    assert (cause["finding"]["kind"], cause["finding"]["hosts"], cause["unattributed"]) == (
+        "socket-ifname-unmatched", ["node1", "node2", "node3"], True
+    )  # fmt: skip
+    assert doc["verdict"].startswith("cause: socket-ifname-unmatched on node1, node2, node3")
