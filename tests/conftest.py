@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fixtures import kernel_log, netns, runtime
+from fixtures import cpu, kernel_log, netns, runtime
 from fixtures.channel import build_channel, realistic_packages
 from fixtures.runtime import runtime_packages
 
@@ -163,6 +164,20 @@ def pytest_configure(config: pytest.Config) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if worker.startswith("gw") and worker[2:].isdigit():
         os.environ.setdefault("MASTER_PORT", str(29410 + int(worker[2:])))
+
+
+@pytest.fixture(scope="module")
+def cpu_exclusive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The module runs with no timing-judged module beside it (fixtures/cpu.py)."""
+    with cpu.held(tmp_path_factory, fcntl.LOCK_EX):
+        yield
+
+
+@pytest.fixture(scope="module")
+def cpu_shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The module judges by timing: no CPU-heavy module runs beside it (fixtures/cpu.py)."""
+    with cpu.held(tmp_path_factory, fcntl.LOCK_SH):
+        yield
 
 
 @pytest.fixture(scope="module")

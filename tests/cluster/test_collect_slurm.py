@@ -62,11 +62,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root = tmp_path_factory.mktemp("collect")
     for sub in ("srun", "epilog", "tmp"):
         (root / sub).mkdir()
-    # two records: one an hour before the job, one a minute after its start (seconds since
-    # this machine's boot, as /dev/kmsg dates them)
+    # two records: one an hour before the job (or half this machine's uptime, on a machine
+    # up for less than two hours: a record is never dated before its boot), one a minute
+    # after its start (seconds since this machine's boot, as /dev/kmsg dates them)
     now = time.time() - kernel.boot_epoch()
     xid = Record("NVRM: Xid (PCI:0000:3b:00): 79, fallen", now + 60)
-    log = write_kmsg(root / "kmsg", [Record("an hour before the job", now - 3600), xid])
+    before = Record("an hour before the job", now - min(3600.0, now / 2))
+    log = write_kmsg(root / "kmsg", [before, xid])
     pythonpath = f"{REPO}:{REPO / 'probes'}"
     tools = ":".join(dict.fromkeys([str(Path(shutil.which("scontrol") or "/usr/bin/scontrol")
                                              .parent), "/usr/bin", "/bin"]))  # fmt: skip

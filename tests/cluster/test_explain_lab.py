@@ -27,6 +27,7 @@ from fixtures import ddpjob
 from envtool.protocol import explain_report
 
 SETUP = {2: "mount -t tmpfs -o size=64m tmpfs /dev/shm"}
+pytestmark = pytest.mark.usefixtures("cpu_exclusive")  # 16 ranks load both cores
 
 
 @pytest.fixture(scope="module")

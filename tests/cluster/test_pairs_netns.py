@@ -12,7 +12,8 @@ import pytest
 from conftest import Project, require
 from fixtures import netns
 
-pytestmark = pytest.mark.usefixtures("default_rendezvous_port")  # own namespaces
+# own namespaces; judged by timing: no CPU-heavy module beside it (fixtures/cpu.py)
+pytestmark = pytest.mark.usefixtures("default_rendezvous_port", "cpu_shared")
 RATE = "50mbit"  # a veth pair here carries gloo at ~0.2-0.4 GB/s; this is ~0.006: at 200mbit
 # (~0.025, 8-16x) a fast pair starved of CPU by a busy CI runner once fell within 3x of it
 ARGS = "-b 256K -e 2M -f 2 -n 2 -w 1 --backend gloo"  # on a GPU machine too: every "node" is

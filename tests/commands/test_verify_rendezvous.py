@@ -22,7 +22,8 @@ from envtool.cluster import survey
 from envtool.cluster.options import FanoutOptions
 from envtool.commands import verify
 
-pytestmark = pytest.mark.usefixtures("default_rendezvous_port")  # own namespaces
+# own namespaces; judged by timing: no CPU-heavy module beside it (fixtures/cpu.py)
+pytestmark = pytest.mark.usefixtures("default_rendezvous_port", "cpu_shared")
 PORT = 29400  # the default endpoint: the first host, torchrun's port
 ARGS = "-b 64K -e 64K -f 2 -n 1 -w 1 --backend gloo"
 
