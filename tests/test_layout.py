@@ -118,7 +118,7 @@ def test_torch_only_on_the_node_side() -> None:
 # docs/architecture.md states the same order.
 ORDER = (
     "cli", "commands", "doctor", "report", "image", "image_channels", "wheel_cache", "cluster",
-    "gather", "environments", "policy", "judge", "protocol", "lock", "joblog", "nccl",
+    "fix", "gather", "environments", "policy", "judge", "protocol", "lock", "joblog", "nccl",
     "pip_entries", "models", "private", "proc", "yamlio", "errors", "envtool_node",
 )  # fmt: skip
 

@@ -1,7 +1,8 @@
 """The command line: the click group, and the one place exceptions become exit codes.
 
 Commands are declared in ``pin`` (lock, install, build), ``machine`` (export, diff, probe,
-nccl-tests, explain), ``check`` (verify, preflight, doctor) and ``job`` (collect), with shared
+nccl-tests, explain), ``check`` (verify, preflight, doctor), ``fixing`` (fix) and ``job``
+(collect), with shared
 options in ``options``; each declaration calls its ``envtool/commands/<name>.run``.
 """
 
@@ -59,11 +60,17 @@ def verbosity_options() -> list[click.Parameter]:
 def _register() -> None:
     """Add every command to the group (their modules only declare; commands/ runs them),
     each with the verbosity options."""
-    from envtool.cli import check, job, machine, pin
+    from envtool.cli import check, fixing, job, machine, pin
 
     if not cli.commands:
         cli.params.extend(verbosity_options())
-        for command in (*pin.COMMANDS, *machine.COMMANDS, *check.COMMANDS, *job.COMMANDS):
+        for command in (
+            *pin.COMMANDS,
+            *machine.COMMANDS,
+            *check.COMMANDS,
+            *fixing.COMMANDS,
+            *job.COMMANDS,
+        ):
             command.params.extend(verbosity_options())
             cli.add_command(command)
 

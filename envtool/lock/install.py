@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from envtool import private
 from envtool.errors import InputError, InstallError, ProblemFound
-from envtool.lock import filelock, lockfile, pin, pip_install, secrets, sources
+from envtool.lock import filelock, lockfile, pin, pip_install, secrets, sources, stamp
 from envtool.lock.lockfile import LockedPackage, Lockfile
 from envtool.lock.prefixes import INCOMPLETE_MARKER, source_env
 from envtool.lock.solve import default_cache_dir
@@ -256,5 +256,6 @@ def install(options: InstallOptions) -> InstallResult:
             if created:  # a prefix we made and could not finish is removed, not left half-built
                 _remove_prefix(options.prefix)
             raise  # an existing prefix keeps the marker: it is no longer what it was
+        stamp.write(options.prefix, options.lock_path, options.platform)  # which lock made it
         marker.unlink(missing_ok=True)
     return InstallResult(options.prefix, n_conda, n_pip, time.perf_counter() - start)

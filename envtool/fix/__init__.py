@@ -1,0 +1,1 @@
+"""``envtool fix``: drifted prefixes back to their lock, in generations switched atomically."""

@@ -1,0 +1,188 @@
+"""A prefix's generations: ``P.envtool-gen-N`` beside ``P``, each a whole install of a lock
+at its own final path (conda prefixes are not relocatable: a package's files carry the path
+they were installed at), and ``P`` a symbolic link to the one in use, switched in one step.
+
+- ``P`` a link: a new link made beside it and renamed over it (``rename(2)`` replaces it
+  atomically: every ``open`` sees the old generation or the new, never nothing).
+- ``P`` still a real directory (the first fix): it is exchanged with a link to the new
+  generation by ``renameat2(RENAME_EXCHANGE)``, which leaves the old directory at
+  ``P.envtool-gen-0`` in the same step. Its files carry ``P``, so it is valid only at ``P``:
+  a rollback exchanges it back, a running job keeps its open files. A filesystem without
+  RENAME_EXCHANGE (EINVAL: some network filesystems) is refused unless ``gap=True``: then
+  ``P`` is renamed away and the link made, and between the two ``P`` is missing.
+
+Which generations a running process holds is read from ``/proc/*/maps`` (and its exe and
+cwd): one in use is never removed. ``proc`` is a parameter, as every reader's source is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from envtool.errors import InstallError
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+_SUFFIX = ".envtool-gen-"
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generation of a prefix."""
+
+    number: int
+    path: Path
+
+    @property
+    def original(self) -> bool:
+        """Generation 0: the directory ``P`` was before its first fix (valid only at ``P``)."""
+        return self.number == 0
+
+
+def path_of(prefix: Path, number: int) -> Path:
+    """``P.envtool-gen-N``."""
+    return prefix.parent / f"{prefix.name}{_SUFFIX}{number}"
+
+
+def generations(prefix: Path) -> list[Generation]:
+    """The prefix's generations on disk, oldest first (links among them not counted)."""
+    pattern = re.compile(re.escape(prefix.name + _SUFFIX) + r"(\d{1,6})")
+    out = []
+    try:
+        names = os.listdir(prefix.parent)
+    except OSError:
+        return []
+    for name in names:
+        m = pattern.fullmatch(name)
+        path = prefix.parent / name
+        if m is not None and path.is_dir() and not path.is_symlink():
+            out.append(Generation(int(m.group(1)), path))
+    return sorted(out, key=lambda g: g.number)
+
+
+def current(prefix: Path) -> Generation | None:
+    """The generation ``P`` links to; None when ``P`` is a real directory (or absent).
+    InstallError when ``P`` links anywhere else: not a prefix envtool switched."""
+    if not prefix.is_symlink():
+        return None
+    target = os.readlink(prefix)
+    for g in generations(prefix):
+        if target == g.path.name:
+            return g
+    raise InstallError(
+        f"{prefix}: a symbolic link to {target!r}, not to one of its generations "
+        f"({prefix.name}{_SUFFIX}N): envtool does not switch a link it did not make"
+    )
+
+
+def next_path(prefix: Path) -> Path:
+    """Where the next generation is installed (a number above every one beside ``P``)."""
+    numbers = [g.number for g in generations(prefix)]
+    return path_of(prefix, max(numbers, default=0) + 1)
+
+
+def _sync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def exchange(a: Path, b: Path) -> None:
+    """Swap two paths in one step (``renameat2(RENAME_EXCHANGE)``); OSError as the kernel
+    answers (EINVAL: the filesystem cannot)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    renameat2 = getattr(libc, "renameat2", None)
+    if renameat2 is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not in this C library")
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), str(a))
+
+
+def switch(prefix: Path, target: Path, gap: bool = False) -> str:
+    """Make ``P`` the generation at ``target`` in one step; how it was done."""
+    link = prefix.parent / f".{prefix.name}.envtool-link-{os.getpid()}"
+    if link.is_symlink():
+        link.unlink()
+    if prefix.is_symlink() or not prefix.exists():
+        os.symlink(target.name, link)
+        os.rename(link, prefix)  # replaces the old link atomically
+        _sync_dir(prefix.parent)
+        return "rename"
+    original = path_of(prefix, 0)
+    if original.exists() or original.is_symlink():
+        raise InstallError(f"{original}: exists, and {prefix} is still a directory: remove it")
+    os.symlink(target.name, original)
+    try:
+        exchange(prefix, original)  # P: the link; P.envtool-gen-0: the old directory
+    except OSError as exc:
+        original.unlink()
+        if exc.errno not in (errno.EINVAL, errno.ENOSYS) or not gap:
+            raise InstallError(
+                f"{prefix}: cannot exchange it with its new generation in one step "
+                f"(renameat2 RENAME_EXCHANGE: {exc.strerror}); nothing was switched. On this "
+                "filesystem --allow-gap renames it away first (between the two steps "
+                f"{prefix} is missing)"
+            ) from None
+        os.rename(prefix, original)  # --allow-gap: a moment without P
+        os.symlink(target.name, prefix)
+        _sync_dir(prefix.parent)
+        return "rename with a gap"
+    _sync_dir(prefix.parent)
+    return "exchange"
+
+
+def restore_original(prefix: Path) -> None:
+    """Put generation 0 (the directory ``P`` was) back at ``P``, in one step."""
+    original = path_of(prefix, 0)
+    exchange(prefix, original)  # P: the directory again; gen-0: the link
+    original.unlink()
+    _sync_dir(prefix.parent)
+
+
+def _pids(proc: Path) -> Iterator[Path]:
+    try:
+        entries = list(proc.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.isdigit():
+            yield entry
+
+
+def holders(folder: Path, proc: Path = Path("/proc")) -> tuple[list[int], int]:
+    """The processes that map a file under ``folder`` or run or stand in it, and how many
+    processes could not be read (another user's, without the right to)."""
+    inside = str(folder.resolve()) + "/"
+    held, unread = [], 0
+    for entry in _pids(proc):
+        try:
+            links = [os.readlink(entry / "exe"), os.readlink(entry / "cwd")]
+            with open(entry / "maps", encoding="utf-8", errors="replace") as fh:
+                maps = [line.split(None, 5)[-1].strip() for line in fh if "/" in line]
+        except FileNotFoundError:
+            continue  # gone meanwhile
+        except PermissionError:
+            unread += 1
+            continue
+        except OSError:
+            continue
+        if any((p + "/").startswith(inside) for p in links + maps):
+            held.append(int(entry.name))
+    return sorted(held), unread
+
+
+def remove(path: Path) -> None:
+    """Remove a generation (a half-made one too)."""
+    shutil.rmtree(path, ignore_errors=True)
+    if path.exists():
+        raise InstallError(f"{path}: could not be removed")
