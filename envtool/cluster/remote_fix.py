@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from envtool import proc
 from envtool.cluster.hosts import Host
+from envtool.cluster.nodescript import NODE_VAR, quote
 from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import _ssh_argv
 from envtool.errors import InputError
@@ -41,9 +42,10 @@ class NodeArgs:
 
 
 def script(args: NodeArgs) -> str:
-    """The sh line a node runs (every value quoted)."""
-    argv = [*args.envtool, "fix", "--here", "--lockfile", "-", "--prefix", args.prefix,
-            "--platform", args.platform, "--keep", str(args.keep), "--format", "json"]  # fmt: skip
+    """The sh line a node runs (every value quoted; ``{node}`` in the prefix is the node's
+    ``$SLURMD_NODENAME`` or hostname, as verify's --prefix takes it)."""
+    argv = [*args.envtool, "fix", "--here", "--lockfile", "-", "--platform", args.platform,
+            "--keep", str(args.keep), "--format", "json"]  # fmt: skip
     argv += ["--apply"] if args.apply else []
     argv += ["--rollback"] if args.rollback else []
     argv += ["--allow-gap"] if args.allow_gap else []
@@ -51,7 +53,8 @@ def script(args: NodeArgs) -> str:
     for name, url in args.mirrors:
         argv += ["--channel-mirror", f"{name}={url}"]
     argv += ["--allow-insecure-url"] if args.allow_insecure_url else []
-    return "exec " + shlex.join(argv)
+    prefix = NODE_VAR.join(quote(p) for p in args.prefix.split("{node}"))
+    return f"exec {shlex.join(argv)} --prefix {prefix}"
 
 
 def argv_for(host: Host, fan: FanoutOptions, line: str) -> list[str]:

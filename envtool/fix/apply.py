@@ -190,8 +190,8 @@ def rollback(options: FixOptions) -> FixOutcome:
     prefix = options.prefix.absolute()
     check_writable(prefix)
     now = gens.current(prefix)
-    if now is None:
-        raise InputError(f"{prefix}: not switched by envtool fix: nothing to roll back to")
+    if now is None:  # never switched: left alone, said so
+        return FixOutcome(prefix, Plan(), notes=("never switched by envtool fix",))
     back = _previous(now, prefix)
     if back is None or _unfinished(back):
         raise InputError(f"{prefix}: no generation before {now.path.name} is left")

@@ -48,7 +48,8 @@ def _node_lines(
         lines += ["    matches the lock: left alone"]
     for c in rec.changes:
         said = {"add": c.after, "remove": c.before}.get(c.action, f"{c.before} → {c.after}")
-        lines += fold(f"{c.action:<9} {visible(said)}", width, "    ", " " * 14)
+        pip = " (pip)" if c.manager == "pip" else ""
+        lines += fold(f"{c.action:<9} {visible(said)}{pip}", width, "    ", " " * 14)
     left = not_fixed(before, host)
     if left:
         lines.append("  not fixed by envtool (a package install cannot):")

@@ -1,0 +1,111 @@
+"""verify → fix → verify on three real sshd nodes on loopback (tests/fixtures/sshnodes.py),
+each with its own prefix (``--prefix ROOT/{node}/env``), installed from the tests' local
+channel: node1 from the lock, node2 from an older lock (nccl 2.16.5.1), node3 from the lock
+with a pip torch shadowing conda's pytorch (what ``pip install torch`` leaves). Each node runs
+its own ``envtool fix --here`` over ssh. The plan changes nothing; ``--apply`` takes node2 and
+node3 to zero findings and leaves node1 alone (still its directory); ``--rollback`` switches
+them back."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import VIRTUAL_CUDA, Project, require
+from fixtures import sshnodes
+from fixtures.prefixes import add_dist_info
+from fixtures.runtime import LAB_ENV, SP, torch_version
+
+OLD = LAB_ENV.replace("nccl=2.18.3.1", "nccl=2.16.5.1")
+
+
+@dataclass
+class Lab:
+    project: Project
+    cluster: sshnodes.Cluster
+    root: Path
+
+    def prefix(self, node: int) -> Path:
+        return self.root / f"node{node}" / "env"
+
+    def run(self, command: str, *args: str) -> tuple[int, str, str]:
+        common = ("--hosts", "node[1-3]", "-F", str(self.cluster.ssh_config), "--timeout", "120")
+        if command == "fix":
+            common += ("--prefix", str(self.root / "{node}" / "env"), "--allow-insecure-url",
+                       "--node-envtool", f"{sys.executable} -m envtool")  # fmt: skip
+        else:
+            common += ("--min-gpus", "0", "--format", "json")
+        return self.project.run(command, *common, *args)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory, python_channel: Path) -> Iterator[Lab]:
+    require(sshnodes.available(), "OpenSSH sshd is not installed (apt-get install openssh-server)")
+    require(torch_version() is not None, "torch is not installed (pip install torch==2.13.0)")
+    root = tmp_path_factory.mktemp("fixlab")
+    project = Project(root / "proj", python_channel, root / "cache")
+    project.root.mkdir()
+    (project.root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
+    project.write_env(OLD.format(channel=python_channel.as_uri()))
+    assert project.run("lock", "--lockfile", "old.yml")[0] == 0
+    project.write_env(LAB_ENV.format(channel=python_channel.as_uri()))
+    assert project.run("lock")[0] == 0
+    made = Lab(project, sshnodes.Cluster(root, [], root / "x"), root)
+    for node, lock in ((1, "conda-lock.yml"), (2, "old.yml"), (3, "conda-lock.yml")):
+        code, _, err = project.run("install", "--lockfile", lock, "--prefix",
+                                   str(made.prefix(node)), "--allow-stale")  # fmt: skip
+        assert code == 0, err
+    add_dist_info(made.prefix(3), "torch", "2.3.0", sp=SP)
+    envs = [{"CONDA_PREFIX": str(made.prefix(n))} for n in (1, 2, 3)]
+    made.cluster = sshnodes.start_cluster(root / "ssh", envs)
+    try:
+        yield made
+    finally:
+        made.cluster.stop()
+
+
+def _errors(out: str) -> dict[str, list[str]]:
+    by_host: dict[str, list[str]] = {}
+    for f in json.loads(out)["findings"]:
+        if f["severity"] == "error":
+            for h in f["hosts"]:
+                by_host.setdefault(h, []).append(f["kind"])
+    return by_host
+
+
+def test_verify_fix_verify(lab: Lab) -> None:
+    code, out, err = lab.run("verify")
+    assert code == 1 and set(_errors(out)) == {"node2", "node3"}, out + err
+    code, out, err = lab.run("fix", "--format", "json")  # the plan: nothing changes
+    assert code == 0, out + err
+    plans = {n["host"]: n["plan"]["changes"] for n in json.loads(out)["nodes"]}
+    assert plans["node1"] == []
+    assert [(c["action"], c["name"], c["before"], c["after"]) for c in plans["node2"]] == [
+        ("replace", "nccl", "nccl=2.16.5.1=h0800d71_0", "nccl=2.18.3.1=h12f7317_0")
+    ]
+    assert [(c["action"], c["manager"], c["before"]) for c in plans["node3"]] == [
+        ("remove", "pip", "torch==2.3.0")
+    ]
+    assert not any(lab.prefix(n).is_symlink() for n in (1, 2, 3))
+
+    print(lab.run("fix")[1])
+    code, out, err = lab.run("fix", "--apply", "--yes")
+    print(out)
+    assert code == 0, out + err
+    assert "fixed: 2 of 2 nodes now match the lock" in out and "left alone: node1" in out
+    assert not lab.prefix(1).is_symlink()  # the matching node untouched
+    for n in (2, 3):
+        assert os.readlink(lab.prefix(n)) == "env.envtool-gen-1"
+    code, out, err = lab.run("verify")
+    assert _errors(out) == {} and code == 0, out + err
+
+    code, out, err = lab.run("fix", "--rollback", "--yes")
+    assert code == 0, out + err
+    assert not any(lab.prefix(n).is_symlink() for n in (1, 2, 3))
+    code, out, _ = lab.run("verify")
+    assert set(_errors(out)) == {"node2", "node3"}  # as they were
