@@ -91,3 +91,5 @@ class Environment:
     unreadable: tuple[tuple[str, str, str], ...] = ()
     # a spec list (kind "specs"): what was asked for, met by another environment's packages
     specs: tuple[Requirement, ...] = ()
+    # a prefix's install stamp: the sha256 of the lock that made it ("" none; lock/stamp.py)
+    stamp: str = ""

@@ -19,6 +19,7 @@ from envtool.cluster import here
 from envtool.judge import gpu, quick, verdict
 from envtool.judge.cluster_policy import ClusterPolicy
 from envtool.judge.findings import exit_code
+from envtool.lock import stamp
 from envtool.models import Environment
 
 if TYPE_CHECKING:
@@ -92,8 +93,10 @@ def decide(args: QuickArgs) -> verdict.Verdict:
     found += quick.in_scope(verdict.decide([judged], lock, policy), args.scope)
     found += quick.gpu_count(report, args.min_gpus, args.scope.job_gpus)
     unchecked = (*UNCHECKED, *left_out(coverage))
+    this = stamp.lock_hash(args.lock_path) if args.lock_path is not None else ""
     return verdict.Verdict((report,), tuple(found), str(args.lock_path or ""),
-                           time.monotonic() - start, unchecked=unchecked)  # fmt: skip
+                           time.monotonic() - start, unchecked=unchecked,
+                           lock_sha256=this)  # fmt: skip
 
 
 def left_out(coverage: quick.Coverage) -> tuple[str, ...]:

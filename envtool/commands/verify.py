@@ -26,7 +26,7 @@ from envtool.judge import pairs as judge_pairs
 from envtool.judge.cluster_policy import ClusterPolicy
 from envtool.judge.findings import exit_code
 from envtool.judge.limits import CONTAINER, Runtime
-from envtool.lock import lockfile
+from envtool.lock import lockfile, stamp
 from envtool.lock.prefixes import env_name
 from envtool.models import Environment
 from envtool.protocol.types import Answer, HostReport
@@ -243,5 +243,6 @@ def decide(args: VerifyArgs) -> verdict.Verdict:
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
         run, (*p.unchecked, *unchecked.missing_parts(reports), *unchecked.unread(reports)),
         p.fan.docker_run_args if p.fan.docker_run else (),
+        stamp.lock_hash(args.lock_path) if args.lock_path is not None else "",
     )  # fmt: skip
     return result

@@ -137,6 +137,7 @@ def packages(lock_path: Path, lock: Lockfile, prefix: Path, platform: str) -> St
         )
     reference = environments.from_lock(lock, str(lock_path), platform)
     findings = compare.diff(reference, env)
+    said = _stamp(env.stamp, lock_path)
     errors = [f for f in findings if f.severity is Severity.ERROR]
     shown = "; ".join(
         f"{f.kind.value} {f.subject} ({words(f).actual})" for f in (errors or findings)[:3]
@@ -145,13 +146,31 @@ def packages(lock_path: Path, lock: Lockfile, prefix: Path, platform: str) -> St
     if errors:
         shadow = [words(f).fix for f in errors if f.kind.value == "pip-shadowing"]
         fix = "; ".join(shadow) if len(shadow) == len(errors) else install_fix(lock_path, prefix)
-        summary = f"{len(errors)} differences from the lock: {shown}{more}"
+        summary = f"{len(errors)} differences from the lock{said}: {shown}{more}"
         return Step("packages", FAIL, summary, fix)
     if findings:
-        summary = f"matches the lock, plus {len(findings)} not in it: {shown}{more}"
+        summary = f"matches the lock{said}, plus {len(findings)} not in it: {shown}{more}"
         fix = "remove them, or add them to environment.yml and re-lock"
         return Step("packages", WARN, summary, fix)
-    return Step("packages", PASS, f"all {len(env.packages)} packages match the lock")
+    return Step("packages", PASS, f"all {len(env.packages)} packages match the lock{said}")
+
+
+def _stamp(stamp: str, lock_path: Path) -> str:
+    """What the prefix's install stamp says (lock/stamp.py): ``(installed from this lock)``,
+    ``(installed from another lock ccd40ac427ff)``, or nothing without a stamp."""
+    from envtool.lock.stamp import lock_hash
+
+    if not stamp:
+        return ""
+    try:
+        this = lock_hash(lock_path)
+    except OSError:
+        return ""
+    return (
+        " (installed from this lock)"
+        if stamp == this
+        else (f" (installed from another lock {stamp[:12]})")
+    )
 
 
 def consistency(prefix: Path) -> Step:

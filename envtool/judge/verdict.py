@@ -44,6 +44,7 @@ class Verdict:
     pairs: PairsRun | None = None  # --allreduce pairs
     unchecked: tuple[str, ...] = ()  # asked for, but this run cannot check it (and why)
     docker_run: tuple[str, ...] = ()  # --image: the options docker run started each host with
+    lock_sha256: str = ""  # the lock's bytes (a prefix's install stamp names the lock it held)
 
     @property
     def machines(self) -> tuple[tuple[str, ...], ...]:

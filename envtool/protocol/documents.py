@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,6 +135,9 @@ def read_allreduce(value: Any) -> AllReduceResult:
     )
 
 
+_HEX64 = re.compile(r"[0-9a-f]{64}")  # a stamp's lock hash
+
+
 def read_export(value: Any, source: str) -> Environment:
     """envtool.export/1 → the Environment it lists (conda records with their artifacts)."""
     doc = mapping(value, "the export")
@@ -161,9 +165,11 @@ def read_export(value: Any, source: str) -> Environment:
                 str(item.get("sha256") or ""),
             )
         )
+    said = doc.get("stamp")
+    stamp = said if isinstance(said, str) and _HEX64.fullmatch(said) else ""
     return Environment(
         source, "probe", tuple(packages), str(doc.get("name") or ""),
-        str(doc.get("prefix") or ""), _unreadable(doc.get("unreadable")),
+        str(doc.get("prefix") or ""), _unreadable(doc.get("unreadable")), stamp=stamp,
     )  # fmt: skip
 
 

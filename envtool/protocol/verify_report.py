@@ -95,6 +95,7 @@ class HostEntry:
     limits: Limits | None = None
     rendezvous: RendezvousCheck | None = None
     clock_offset: tuple[float, float] | None = None
+    stamp: str | None = None  # the sha256 of the lock its prefix's install stamp names
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ class VerifyDocument:
     rounds: int = 0
     unchecked: tuple[str, ...] = ()  # asked for or expected, not checked by this run (why)
     docker_run: tuple[str, ...] = ()  # --image: the options docker run started each host with
+    lock_sha256: str | None = None  # the lock's (a host's stamp is "this lock" when equal)
 
 
 def _plain(value: Any) -> Any:
@@ -248,6 +250,16 @@ def _float(value: int | float | None) -> float | None:
     return None if value is None else float(value)
 
 
+def _hex64(doc: Any, key: str) -> str | None:
+    """A sha256 in hex, or None (absent or null: an older report)."""
+    value = _get(doc, key, (str,), optional=True)
+    if value is None:
+        return None
+    if not (len(value) == 64 and all(c in "0123456789abcdef" for c in value)):
+        raise _Bad(f"{key!r} is not a sha256")
+    return str(value)
+
+
 def _host(doc: Any) -> HostEntry:
     return HostEntry(
         _get(doc, "host", (str,)),
@@ -263,6 +275,7 @@ def _host(doc: Any) -> HostEntry:
         report_parts.read(doc, "limits"),
         report_parts.read(doc, "rendezvous"),
         report_parts.read_offset(doc),
+        _hex64(doc, "stamp"),
     )
 
 
@@ -316,6 +329,7 @@ def loads(text: str, source: str) -> VerifyDocument:
             _get(doc, "rounds", (int,), optional=True) or 0,
             _strings(doc, "unchecked") if "unchecked" in doc else (),
             _strings(doc, "docker_run") if "docker_run" in doc else (),
+            _hex64(doc, "lock_sha256"),
         )
     except (_Bad, Malformed) as exc:
         raise InputError(f"{source}: not an envtool verify JSON report: {exc}") from None

@@ -96,6 +96,7 @@ def host_entry(r: HostReport) -> vr.HostEntry:
         shown_parts.limits(r.limits),
         shown_parts.rendezvous(r.rendezvous),
         shown_parts.clock_offset(r.clock_offset),
+        r.env.stamp or None if r.env is not None else None,
     )
 
 
@@ -111,6 +112,7 @@ def document(verdict: Verdict) -> vr.VerifyDocument:
         verdict.pairs.rounds if verdict.pairs is not None else 0,
         visible_all(verdict.unchecked),
         visible_all(verdict.docker_run),
+        verdict.lock_sha256 or None,
     )
 
 
@@ -156,6 +158,22 @@ def _compared(verdict: Verdict) -> str:
     cards = _gpus_read(verdict)
     cards = f"\nGPUs read without torch: {cards}" if cards else ""
     return f"{checked}{cards}\nall-reduce: {_allreduce_checked(verdict)}{unchecked}"
+
+
+def _stamps(verdict: Verdict) -> str:
+    """Which lock each prefix's install stamp names (said, never trusted over the records):
+    ``this lock on node[1-2]; another lock (ccd40ac427ff) on node3; no stamp on node4``."""
+    if not verdict.lock_sha256:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for r in verdict.reports:
+        if r.env is None:
+            continue
+        said = r.env.stamp
+        key = ("this lock" if said == verdict.lock_sha256
+               else f"another lock ({said[:12]})" if said else "no stamp")  # fmt: skip
+        groups.setdefault(key, []).append(r.host)
+    return "; ".join(f"{key} on {nodeset(hosts)}" for key, hosts in groups.items())
 
 
 def _started_with(verdict: Verdict) -> list[str]:
@@ -251,6 +269,8 @@ def render(verdict: Verdict, show_all: bool = False, wide: bool = False, width: 
         *text.fold(_summary(verdict), width),
         *(line for said in _started_with(verdict) for line in text.fold(said, width, rest="  ")),
     ]
+    if stamps := _stamps(verdict):  # what each prefix says of itself, beside its records
+        lines += text.fold(f"installed from: {stamps}", width, rest="  ")
     if wide and shown:
         lines += ["", _grid(verdict, shown, width).rstrip("\n")]
     else:

@@ -22,6 +22,7 @@ import os
 import sys
 from os.path import abspath, basename, dirname, expanduser, isdir, join, lexists
 
+from . import stamp
 from .conda_meta import (
     CONDA_TYPES,
     PIP_TYPES,
@@ -85,6 +86,9 @@ def export_prefix(
     )
     if skipped:  # records conda ignores: named, so that none reads as an absent package
         doc["unreadable"] = skipped
+    found = stamp.read(prefix)
+    if found is not None:  # which lock made it (envtool install, fix): said, never trusted
+        doc["stamp"] = found["lock_sha256"]
     return doc
 
 

@@ -141,7 +141,7 @@ def test_good_prefix_all_pass(lab: Lab) -> None:
     assert f"{ranks} ranks, {backend}" in lines["ddp"]
     assert "gradients equal across ranks" in lines["ddp"]
     records = len(list((lab.good / "conda-meta").glob("*.json")))
-    assert f"all {records} packages match the lock" in lines["packages"]
+    assert f"all {records} packages match the lock (installed from this lock)" in lines["packages"]
     # the torch step names what was imported, from where, and that it is the locked runtime
     assert f"from {lab.good}/lib/python{SHORT}/site-packages/torch" in lines["torch"]
     assert "as locked: python, torch, torch CUDA" in lines["torch"]
@@ -207,7 +207,8 @@ def test_drifted_prefix_names_each_difference_and_the_fix(lab: Lab, tmp_path: Pa
     code, out, _ = lab.doctor("--prefix", str(drifted), "--min-gpus", "0", "--no-ddp", *_ports())
     assert code == 1
     line = _lines(out)["packages"]
-    assert line.startswith("✗") and "3 differences from the lock" in line
+    assert line.startswith("✗") and "3 differences from the lock:" in line  # no stamp: made
+    # by install_prefix (rattler alone), not by envtool install
     for what in ("build-differs pytorch", "version-differs nccl", "pip-shadowing torch"):
         assert what in line
     assert f"fix: envtool install --lockfile conda-lock.yml --prefix {drifted}" in line

@@ -7,6 +7,7 @@ process with exit 97 if anything imports them. Faults change only the values eac
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -201,3 +202,22 @@ def test_an_unreadable_ordinary_record_is_listed_never_folded_away(
     assert code == 1, (out, err)
     assert "· record-unreadable · numpy" in out, out
     assert "(error)" not in out  # no error among the counts
+
+
+def test_the_install_stamp_is_said_never_trusted(node: Node) -> None:
+    """Issue 35 item 3: the prefix's stamp (conda-meta/envtool-lock) is said beside the
+    verdict; a stamp of another lock on a prefix whose records match still passes."""
+    from envtool.lock import stamp
+
+    code, out, _ = node.quick(node.smi("idle"))
+    assert code == 0 and "installed from: no stamp on" in _flat(out), out
+    path = stamp.write(node.prefix, node.lock, "linux-64")
+    try:
+        code, out, _ = node.quick(node.smi("idle"))
+        assert code == 0 and "installed from: this lock on" in _flat(out), out
+        doc = json.loads(path.read_text())
+        path.write_text(json.dumps({**doc, "lock_sha256": "0" * 64}))
+        code, out, _ = node.quick(node.smi("idle"))
+        assert code == 0 and f"installed from: another lock ({'0' * 12}) on" in _flat(out), out
+    finally:
+        path.unlink()

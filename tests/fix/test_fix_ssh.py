@@ -4,7 +4,7 @@ channel: node1 from the lock, node2 from an older lock (nccl 2.16.5.1), node3 fr
 with a pip torch shadowing conda's pytorch (what ``pip install torch`` leaves). Each node runs
 its own ``envtool fix --here`` over ssh. The plan changes nothing; ``--apply`` takes node2 and
 node3 to zero findings and leaves node1 alone (still its directory); ``--rollback`` switches
-them back."""
+them back. verify says which lock each prefix's install stamp names, before and after."""
 
 from __future__ import annotations
 
@@ -78,9 +78,16 @@ def _errors(out: str) -> dict[str, list[str]]:
     return by_host
 
 
+def _stamps(out: str) -> dict[str, bool]:
+    """Whether each host's install stamp names this lock."""
+    doc = json.loads(out)
+    return {h["host"]: h["stamp"] == doc["lock_sha256"] for h in doc["hosts"]}
+
+
 def test_verify_fix_verify(lab: Lab) -> None:
     code, out, err = lab.run("verify")
     assert code == 1 and set(_errors(out)) == {"node2", "node3"}, out + err
+    assert _stamps(out) == {"node1": True, "node2": False, "node3": True}  # node2: old.yml
     code, out, err = lab.run("fix", "--format", "json")  # the plan: nothing changes
     assert code == 0, out + err
     plans = {n["host"]: n["plan"]["changes"] for n in json.loads(out)["nodes"]}
@@ -103,9 +110,20 @@ def test_verify_fix_verify(lab: Lab) -> None:
         assert os.readlink(lab.prefix(n)) == "env.envtool-gen-1"
     code, out, err = lab.run("verify")
     assert _errors(out) == {} and code == 0, out + err
+    assert _stamps(out) == {"node1": True, "node2": True, "node3": True}
 
     code, out, err = lab.run("fix", "--rollback", "--yes")
     assert code == 0, out + err
     assert not any(lab.prefix(n).is_symlink() for n in (1, 2, 3))
     code, out, _ = lab.run("verify")
     assert set(_errors(out)) == {"node2", "node3"}  # as they were
+
+
+def test_verify_says_which_lock_each_prefix_was_installed_from(lab: Lab) -> None:
+    _, out, _ = lab.project.run(
+        "verify", "--hosts", "node[1-3]", "-F", str(lab.cluster.ssh_config), "--min-gpus", "0",
+        "--timeout", "120",
+    )  # fmt: skip
+    said = " ".join(out.split())
+    assert "installed from: this lock on node[1,3]; another lock (" in said, out
+    assert ") on node2" in said
