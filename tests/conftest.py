@@ -291,3 +291,22 @@ def http_channel(channel: Path) -> Iterator[str]:
     """The local channel served over HTTP on loopback (what rattler downloads and hash-checks)."""
     with serve(channel) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def locks(tmp_path_factory: pytest.TempPathFactory, python_channel: Path) -> dict[str, Path]:
+    """Two locks of one project, locked once from ``python_channel`` (what runs here):
+    ``new`` (runtime.LAB_ENV) and ``old`` (the same with an older nccl): envtool fix's tests."""
+    require(runtime.torch_version() is not None, "torch is not installed (pip install torch)")
+    out = {}
+    for name in ("new", "old"):
+        env = runtime.LAB_ENV if name == "new" else runtime.LAB_ENV.replace(
+            "nccl=2.18.3.1", "nccl=2.16.5.1")  # fmt: skip
+        root = tmp_path_factory.mktemp(f"lock-{name}")
+        (root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
+        project = Project(root, python_channel, root / "cache")
+        project.write_env(env.format(channel=python_channel.as_uri()))
+        code, _, err = project.run("lock")
+        assert code == 0, err
+        out[name] = project.lock
+    return out

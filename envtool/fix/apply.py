@@ -144,9 +144,12 @@ def run(options: FixOptions) -> FixOutcome:
         (target / PREVIOUS).write_text(was + "\n")
         how = gens.switch(prefix, target, options.allow_gap)
         (target / PENDING).unlink()
-    except BaseException:
+    except BaseException as exc:
         if target.exists() and gens.current(prefix) != gens.Generation(0, target):
-            gens.remove(target)
+            try:
+                gens.remove(target)
+            except InstallError as left:  # the first error is what the user needs first
+                raise InstallError(f"{exc}; and {left}: remove it by hand") from None
         raise
     outcome = replace(outcome, applied=True, generation=target.name, switch=how)
     return _prune(options, outcome, removed)

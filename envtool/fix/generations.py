@@ -22,6 +22,7 @@ import errno
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -181,8 +182,20 @@ def holders(folder: Path, proc: Path = Path("/proc")) -> tuple[list[int], int]:
     return sorted(held), unread
 
 
-def remove(path: Path) -> None:
-    """Remove a generation (a half-made one too)."""
-    shutil.rmtree(path, ignore_errors=True)
+def remove(path: Path, settle: float = 0.3, limit: float = 10.0) -> None:
+    """Remove a generation (a half-made one too). An install that just failed may still have
+    worker threads writing into it for a moment: removed until it stays gone ``settle``
+    seconds (at most ``limit``)."""
+    quiet_since: float | None = None
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if path.exists() or path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= settle:
+            return
+        time.sleep(0.05)
     if path.exists():
         raise InstallError(f"{path}: could not be removed")

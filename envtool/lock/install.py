@@ -144,6 +144,9 @@ def _install_conda(packages: list[LockedPackage], options: InstallOptions, cache
         )
     except InstallerError as exc:
         detail = secrets.mask(" ".join(str(exc).split()))  # a URL's credentials never shown
+        chain = [p.strip() for p in detail.split("Caused by:") if p.strip()]
+        if len(chain) > 2:  # rattler's chain: what failed, then its root cause (ENOSPC, ...)
+            detail = f"{chain[0]}: ... {chain[-1]}"
         raise InstallError(f"{options.prefix}: install failed: {detail}") from None
     return _count_installed(packages, options.prefix)
 

@@ -45,9 +45,18 @@ class FixRecord:
     stamp: str  # the sha256 of the lock that made the prefix (its stamp), "" when none
 
 
+def clipped(text: str) -> str:
+    """``text`` within the reader's bound: its start and its end kept (a message says what
+    failed first and its root cause last: ``... No space left on device (os error 28)``)."""
+    if len(text) <= MAX_TEXT:
+        return text
+    half = (MAX_TEXT - 3) // 2
+    return f"{text[:half]} … {text[-(MAX_TEXT - 3 - half) :]}"
+
+
 def failed(prefix: str, error: str) -> FixRecord:
-    """The answer of a node that did nothing (its error said)."""
-    return FixRecord(prefix, (), False, "", "", (), (), 0, error, "")
+    """The answer of a node that did nothing (its error said, within the bound)."""
+    return FixRecord(clipped(prefix), (), False, "", "", (), (), 0, clipped(error), "")
 
 
 def dumps(rec: FixRecord) -> str:

@@ -17,34 +17,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Project
-from fixtures.runtime import LAB_ENV, torch_version
 
 from envtool.errors import InputError
 from envtool.fix import apply, generations
-
-OLD = LAB_ENV.replace("nccl=2.18.3.1", "nccl=2.16.5.1")
-
-
-@pytest.fixture(scope="module")
-def locks(tmp_path_factory: pytest.TempPathFactory, python_channel: Path) -> dict[str, Path]:
-    """Two locks of one project: ``new`` (the lab's) and ``old`` (an older nccl)."""
-    if torch_version() is None:
-        pytest.skip("torch is not installed")
-    out = {}
-    for name, env in (("new", LAB_ENV), ("old", OLD)):
-        root = tmp_path_factory.mktemp(f"lock-{name}")
-        (root / "virtual-packages.yml").write_text(VIRTUAL)
-        project = Project(root, python_channel, root / "cache")
-        project.write_env(env.format(channel=python_channel.as_uri()))
-        code, _, err = project.run("lock")
-        assert code == 0, err
-        out[name] = project.lock
-    return out
-
-
-VIRTUAL = "subdirs:\n  linux-64:\n    packages:\n      __unix: '0'\n      __linux: '5.10'\n" \
-          "      __glibc: '2.28'\n      __cuda: '11.8'\n"  # fmt: skip
 
 
 def _install(lock: Path, prefix: Path) -> None:
