@@ -274,6 +274,8 @@ def _quick(
 @click.option(
     "--install", "install_missing", is_flag=True, help="Install a missing environment unasked."
 )
+@click.option("--fix", "fix", is_flag=True, help="First bring the prefix to the lock (as "
+              "`envtool fix` does: a new generation, checked, switched in one step).")  # fmt: skip
 @click.option("--ddp/--no-ddp", default=True, show_default=True, help="Run the DDP smoke test.")
 @click.option(
     "--nproc",
@@ -295,6 +297,7 @@ def doctor(
     platform: str,
     min_gpus: int,
     install_missing: bool,
+    fix: bool,
     ddp: bool,
     nproc: int,
     timeout: float,
@@ -312,7 +315,7 @@ def doctor(
         lockfile, prefix, platform, min_gpus, ddp, nproc, timeout, master_port, rdzv_port,
         opt.mirrors(channel_mirror), allow_insecure_url,
     )  # fmt: skip
-    return command.run(options, install_missing, fmt)
+    return command.run(options, install_missing, fmt, fix)
 
 
 COMMANDS = (verify, preflight, doctor)

@@ -90,6 +90,22 @@ def show_plan(before: VerifyDocument, plans: Records, fmt: str, this: str, appli
     click.echo("\n".join(lines))
 
 
+def show_local(rec: FixRecord, this: str) -> None:
+    """``envtool doctor --fix``: what this machine's prefix needed, and what was done."""
+    width = console.width()
+    lines = ["fix (this machine):"]
+    for c in rec.changes:
+        said = {"add": c.after, "remove": c.before}.get(c.action, f"{c.before} → {c.after}")
+        pip = " (pip)" if c.manager == "pip" else ""
+        lines += fold(f"{c.action:<9} {visible(said)}{pip}", width, "    ", " " * 14)
+    if rec.applied:
+        lines += fold(f"{visible(rec.prefix)} → {visible(rec.generation)} ({rec.switch}); "
+                      f"{stamp_words(rec.stamp, this)}", width, "  ", "    ")  # fmt: skip
+    else:
+        lines += fold(f"{visible(rec.prefix)} matches the lock: nothing to fix", width, "  ")
+    click.echo("\n".join(lines) + "\n")
+
+
 def confirm(nodes: int, yes: bool, verb: str = "fix") -> bool:
     """Asked once on a terminal; ``--yes`` for scripts (else bad input: never assumed)."""
     if yes:
