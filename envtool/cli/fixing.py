@@ -40,7 +40,7 @@ from envtool.cli.options import PathArg
 @click.option("--timeout", type=float, default=1800.0, show_default=True, help="Per node.")
 @opt.install_sources()
 @click.option("--here", is_flag=True, hidden=True, help="What runs on a node.")
-@opt.fmt("text", "json")
+@opt.fmt("text", "json", "junit")
 def fix(
     hosts_spec: str | None,
     lockfile: Path,

@@ -16,7 +16,7 @@ from envtool.fix.plan import not_fixed, still_drifted
 from envtool.protocol import schemas
 from envtool.protocol.fix_record import FixRecord
 from envtool.protocol.verify_report import VerifyDocument
-from envtool.report import console
+from envtool.report import console, fix_junit
 from envtool.report.text import visible
 from envtool.report.verdict_text import finding_block, fold, plural
 
@@ -75,9 +75,11 @@ def _document(before: VerifyDocument, plans: Records, done: Records,
 
 def show_plan(before: VerifyDocument, plans: Records, fmt: str, this: str, applied: bool) -> None:
     """The plan (for JSON without --apply: the whole document; with it, the result follows)."""
-    if fmt == "json":
-        if not applied:
+    if fmt in ("json", "junit"):
+        if not applied and fmt == "json":
             console.echo_json(_document(before, plans, {}, None))
+        elif not applied:
+            click.echo(fix_junit.render(plans, {}, None), nl=False)
         return
     width = console.width()
     differ = [h for h, r in plans.items() if r.changes]
@@ -131,6 +133,9 @@ def show_result(
     """What each node did, and its verify errors before → after."""
     if fmt == "json":
         console.echo_json(_document(before, plans, done, after))
+        return
+    if fmt == "junit":
+        click.echo(fix_junit.render(plans, done, after), nl=False)
         return
     width = console.width()
     left = still_drifted(after)

@@ -166,3 +166,28 @@ def test_keep_keeps_the_generation_in_use_before_not_the_highest_number(
     assert (again.generation, again.removed) == ("env.envtool-gen-2", ("env.envtool-gen-1",))
     back = apply.rollback(apply.FixOptions(locks["new"], drifted))
     assert back.generation == "env" and not drifted.is_symlink() and _nccl(drifted) == "2.16.5.1"
+
+
+def test_what_envtool_may_not_fix_is_refused_in_one_line(
+    locks: dict[str, Path], drifted: Path, tmp_path: Path
+) -> None:
+    """Not a conda environment; a folder above the prefix that another user owns, or that
+    every user can write (a fix there could be redirected); a lock for another platform."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(InputError, match=r"not a conda environment \(no conda-meta/\)"):
+        _fix(locks["new"], plain, apply=True)
+    with pytest.raises(InputError, match="no packages for osx-arm64"):
+        _fix(locks["new"], drifted, apply=True, platform="osx-arm64")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shutil.copytree(drifted, shared / "env", symlinks=True)
+    shared.chmod(0o777)  # every user can write it, not sticky
+    with pytest.raises(InputError, match="can be written by every user"):
+        _fix(locks["new"], shared / "env", apply=True)
+    if os.geteuid() == 0:  # a folder another user owns (nobody)
+        shared.chmod(0o755)
+        os.chown(shared, 65534, 65534)
+        with pytest.raises(InputError, match="belongs to uid 65534"):
+            _fix(locks["new"], shared / "env", apply=True)
+    assert not (shared / "env").is_symlink() and _nccl(shared / "env") == "2.16.5.1"
