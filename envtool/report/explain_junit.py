@@ -7,6 +7,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from envtool.protocol import explain_report as er
+from envtool.report import junit
 
 
 def _case(suite: ET.Element, name: str, kind: str, message: str, text: str) -> None:
@@ -40,10 +41,4 @@ def render(doc: er.ExplainDocument) -> str:
         case = ET.SubElement(suite, "testcase", classname=f"envtool explain {j.report}", name=name)
         ET.SubElement(case, "system-out").text = f"{e.actual}\nfix: {e.hint}"
         tests += 1
-    suite.set("tests", str(tests))
-    suite.set("failures", str(failures))
-    suite.set("errors", "0")
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return junit.text(suite, tests, failures)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from envtool.fix.plan import still_drifted
 from envtool.protocol.fix_record import FixRecord
 from envtool.protocol.verify_report import VerifyDocument
+from envtool.report import junit
 from envtool.report.text import visible
 
 
@@ -43,10 +44,4 @@ def render(
         failure = ET.SubElement(case, "failure", type=kind, message=message)
         failure.text = visible(_changes(rec))
         failures += 1
-    suite.set("tests", str(len(plans)))
-    suite.set("failures", str(failures))
-    suite.set("errors", "0")
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return junit.text(suite, len(plans), failures)
