@@ -190,6 +190,13 @@ _PATTERNS = (
         "op",
         needles=("Timed out waiting",),
     ),
+    _p(  # gloo's pair.cc: the rank waited in a collective and its peer went away first
+        Sign.GLOO_CLOSED,
+        r"Connection closed by peer \[?([0-9a-fA-F.:]{2,45}?)\]?:(\d{1,6})",
+        "peer",
+        "port",
+        needles=("Connection closed by peer",),
+    ),
     _p(
         Sign.NCCL_ERROR,
         r"NCCL error in: |nccl(?:System|Internal|UnhandledCuda|Remote)Error",

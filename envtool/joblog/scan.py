@@ -12,7 +12,7 @@ from envtool.joblog import ras
 from envtool.joblog.kernel import header_value
 from envtool.joblog.origin import Origin, strip
 from envtool.joblog.patterns import classify
-from envtool.joblog.signs import Detail, Sign, Tier
+from envtool.joblog.signs import WAITED, Detail, Sign, Tier
 from envtool.joblog.stream import RawLine
 
 MAX_KEPT = 16  # lines kept of each sign in a file (the first ones: the cause comes first)
@@ -53,6 +53,7 @@ class FileScan:
     hosts: tuple[str, ...]  # hosts the file names (at most MAX_KEYS)
     headers: tuple[Event, ...] = ()  # the first line of each host's each NCCL header value
     rank_hosts: tuple[tuple[int, str], ...] = ()  # the host a prefix first gave each rank
+    waited: tuple[int, ...] = ()  # ranks with a sign of signs.WAITED (every one, bounded)
 
 
 def header(event: Event) -> tuple[str, str]:
@@ -85,6 +86,7 @@ class _Scanner:
         self.ranks: set[int] = set()
         self.hosts: set[str] = set()
         self.rank_hosts: dict[int, str] = {}
+        self.waited: set[int] = set()
         self.ras = ras.Reader()
         self.init: dict[tuple[str, int], Event] = {}  # NCCL processes that began init
         self.complete: set[tuple[str, int]] = set()
@@ -117,6 +119,8 @@ class _Scanner:
         if found is None:
             return
         sign, detail = found
+        if sign in WAITED and origin.rank is not None and len(self.waited) < MAX_KEYS:
+            self.waited.add(origin.rank)
         event = Event(sign, self.path, raw.number, raw.text[:EVIDENCE_CHARS], origin, detail)
         self._track_init(event)
         if sign is Sign.HEADER:
@@ -167,6 +171,7 @@ class _Scanner:
             tuple(sorted(self.hosts)),
             tuple(self.headers.values()),
             tuple(sorted(self.rank_hosts.items())),
+            tuple(sorted(self.waited)),
         )
 
 

@@ -49,6 +49,7 @@ class Sign(enum.Enum):
     WATCHDOG = "watchdog-timeout"
     GLOO_TIMEOUT = "gloo-timeout"  # gloo's own: a send or recv that timed out
     NCCL_ERROR = "nccl-error"
+    GLOO_CLOSED = "gloo-peer-closed"  # gloo: a peer closed its connection (it exited first)
     WATCHDOG_STACK = "watchdog-stack"
     SIGABRT = "sigabrt"
     ABORTED = "process-group-aborted"
@@ -85,9 +86,14 @@ _TIERS = {
                      Sign.INIT_INCOMPLETE), Tier.FAILURE),
     Sign.WATCHDOG: Tier.TIMEOUT,
     Sign.GLOO_TIMEOUT: Tier.TIMEOUT,
-    **dict.fromkeys((Sign.NCCL_ERROR, Sign.WATCHDOG_STACK, Sign.SIGABRT, Sign.ABORTED,
-                     Sign.ELASTIC, Sign.EXCEPTION), Tier.TEARDOWN),
+    **dict.fromkeys((Sign.NCCL_ERROR, Sign.GLOO_CLOSED, Sign.WATCHDOG_STACK, Sign.SIGABRT,
+                     Sign.ABORTED, Sign.ELASTIC, Sign.EXCEPTION), Tier.TEARDOWN),
     **dict.fromkeys((Sign.ARCH_LIST, Sign.SHM_PATH, Sign.IB_DEVICE, Sign.HEADER, Sign.INIT,
                      Sign.INIT_DONE, Sign.ELASTIC_RANK, Sign.BENIGN), Tier.CONTEXT),
 }
 # fmt: on
+
+
+# the signs of a rank that was in the collective when it failed: a timeout, or its gloo peer
+# closing on it (the ranks with none of them are the ones to look at)
+WAITED = frozenset({Sign.WATCHDOG, Sign.GLOO_TIMEOUT, Sign.GLOO_CLOSED})

@@ -230,7 +230,8 @@ def _cascade(scans: Sequence[FileScan], found: Sequence[Explained]) -> tuple[tup
 
 
 def _silent(scans: Sequence[FileScan], pool: Sequence[Event]) -> tuple[int, ...]:
-    reported = {e.origin.rank for e in pool if e.sign in TIMEOUTS}
+    reported = {r for s in scans for r in s.waited}  # every one, not only the kept lines
+    reported |= {e.origin.rank for e in pool if e.sign in TIMEOUTS and e.origin.rank is not None}
     if not reported:
         return ()
     named = {r for s in scans for r in s.ranks}

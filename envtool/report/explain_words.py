@@ -73,6 +73,9 @@ _SAID: dict[Sign, Callable[[Callable[[str], str | None]], str]] = {
         else f"NCCL {g('transport')}: no interface found (NCCL_SOCKET_IFNAME)"
     ),
     Sign.GLOO_TIMEOUT: lambda g: f"gloo: a {g('op')} timed out (after {g('timeout_ms')} ms)",
+    Sign.GLOO_CLOSED: lambda g: (
+        f"gloo: peer {g('peer')}:{g('port')} closed the connection (that rank exited first)"
+    ),
     Sign.MISMATCH: lambda g: (
         f"NCCL: collective mismatch with peer {g('peer')}: local size "
         f"{g('local')}, remote size {g('remote')}"

@@ -98,8 +98,16 @@ def test_an_interface_the_job_script_names_on_node3_only(rig: Rig) -> None:
     assert doc.verdict.startswith("cause: socket-ifname-unmatched on node3")
 
 
-def test_a_dataloader_through_a_64_mib_dev_shm_on_node2(rig: Rig, report: Path) -> None:
-    log = _job(rig, "shm", [1, 1, 1], {"JOB_FAULT": "shm"})
+@pytest.fixture(scope="module")
+def shm_log(rig: Rig) -> Path:
+    """The DataLoader job's log (run once for the two tests that read it)."""
+    return _job(rig, "shm", [1, 1, 1], {"JOB_FAULT": "shm"})
+
+
+def test_a_dataloader_through_a_64_mib_dev_shm_on_node2(
+    rig: Rig, report: Path, shm_log: Path
+) -> None:
+    log = shm_log
     code, doc, out = _explain(rig, log, "--report", str(report))
     assert code == 1 and doc.status == "cause", out
     cause = doc.findings[0]
@@ -110,8 +118,8 @@ def test_a_dataloader_through_a_64_mib_dev_shm_on_node2(rig: Rig, report: Path) 
     ], json.dumps(json.loads(out)["joined"], indent=1)
 
 
-def test_hosts_runs_verify_on_the_lab_over_ssh_and_joins_it(rig: Rig) -> None:
-    log = _job(rig, "shm-hosts", [1, 1, 1], {"JOB_FAULT": "shm"})
+def test_hosts_runs_verify_on_the_lab_over_ssh_and_joins_it(rig: Rig, shm_log: Path) -> None:
+    log = shm_log
     ssh = ("--hosts", "node[1-3]", "-F", str(rig.lab.cluster.ssh_config), "--timeout", "60")
     code, doc, out = _explain(rig, log, *ssh)
     assert code == 1 and doc.findings[0].finding.hosts == ("node2",), out

@@ -40,6 +40,10 @@ GLOO = "[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp"
         ("ERROR: Unexpected bus error encountered in worker. This might be caused by "
          "insufficient shared memory (shm).", Sign.SHM, {"worker": "bus error"}),
         ("rank      : 7 (local_rank: 1)", Sign.ELASTIC_RANK, {"rank": "7", "local_rank": "1"}),
+        # rank 0 of the lab's 16-rank job: its peer exited after its own timeout, first
+        (f"RuntimeError: {GLOO}/pair.cc:553] Connection closed by peer [10.77.56.11]:4496. "
+         "This is typically caused by a remote worker crashing.", Sign.GLOO_CLOSED,
+         {"peer": "10.77.56.11", "port": "4496"}),
     ],
 )  # fmt: skip
 def test_a_line_is_its_sign(line: str, sign: Sign, detail: dict[str, str]) -> None:
@@ -74,3 +78,17 @@ def test_gloo_timeouts_are_said_by_host_and_rank_range() -> None:
         "node1 (ranks 0-5): gloo recv, Timeout(ms)=10000; node2 (ranks 8,10): gloo send, "
         "Timeout(ms)=10000; no timeout from rank 7 (node2)"
     )
+
+
+def test_every_rank_that_waited_counts_not_only_the_lines_kept() -> None:
+    """40 ranks time out (more than the 16 lines of a sign a file keeps), rank 40 does not:
+    it alone is the one that reported nothing (explain's "no timeout from rank 40")."""
+    from envtool.joblog.scan import scan
+    from envtool.joblog.stream import RawLine
+    from envtool.judge import explain
+
+    text = [f"[rank{r}]: RuntimeError: {GLOO}/unbound_buffer.cc:78] Timed out waiting 10000ms "
+            "for recv operation to complete" for r in range(40)]  # fmt: skip
+    text.append("[rank40]: step 1 ok")
+    lines = [RawLine(n, t, len(t), False) for n, t in enumerate(text, 1)]
+    assert explain.decide([scan("job.log", lines)]).silent == (40,)
