@@ -8,10 +8,10 @@ the older lock; the peer is one ``envtool install`` of the lock into an empty pr
 the node side of a fix (``envtool fix --here``, what each node runs, the lock on its stdin):
 its plan alone, then one node's fix (plan, the whole lock into a new generation, its check
 with the torch import, the switch), then the other seven at once (eight nodes run theirs
-each on its own machine; here they share this one's cores). The switch is timed alone (a link renamed over a link, and a
-directory exchanged with a link by renameat2), 200 times each. The disk a generation costs:
-its blocks, and how many of its files are hard links into the package cache (rattler links
-them where cache and prefix share a filesystem).
+each on its own machine; here they share this one's cores). The switch is timed alone (a
+link renamed over a link, and a directory exchanged with a link by renameat2), 200 times
+each. The disk a generation costs: its blocks, and how many of its files are hard links
+into the package cache (rattler links them where cache and prefix share a filesystem).
 
     python bench/bench_fix.py [--nodes 8]
 """
