@@ -16,7 +16,7 @@ from pathlib import Path
 from envtool.errors import InputError, InstallError
 from envtool.fix import generations as gens
 from envtool.fix.plan import Plan, plan
-from envtool.lock import lockfile
+from envtool.lock import filelock, lockfile
 from envtool.lock.install import InstallOptions, install
 from envtool.lock.prefixes import INCOMPLETE_MARKER
 
@@ -121,12 +121,21 @@ def run(options: FixOptions) -> FixOutcome:
     if not lock.for_platform(options.platform):
         have = ", ".join(lock.metadata.platforms) or "none"
         raise InputError(f"{options.lock_path}: no packages for {options.platform} (has: {have})")
-    now = gens.current(prefix)
+    gens.current(prefix)  # P a link to anything but its generations: refused before a plan
     wanted = environments.from_lock(lock, str(options.lock_path), options.platform)
     todo = plan(wanted, environments.from_prefix(prefix))
     outcome = FixOutcome(prefix, todo)
     if not options.apply or todo.empty:
         return outcome
+    busy = f"{prefix}: another envtool fix of it is running"
+    with filelock.held(prefix, "fix", wait=False, busy=busy):  # one fix of a prefix at a time
+        return _apply(options, lock, outcome, gens.current(prefix))
+
+
+def _apply(
+    options: FixOptions, lock: lockfile.Lockfile, outcome: FixOutcome, now: gens.Generation | None
+) -> FixOutcome:
+    prefix = outcome.prefix
     removed = [p.name for p in _stale(prefix, now)]
     for stale in _stale(prefix, now):
         gens.remove(stale)
