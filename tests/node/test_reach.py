@@ -54,13 +54,15 @@ def test_the_store_hears_every_node_and_itself() -> None:
         assert doc["reach"]["ok"] and doc["reach"]["address"] == doc["addresses"][0], name
         assert doc["role"] == ("host" if name == "n1" else "peer")
     assert docs["n2"]["listen"] is None
-    # the wall-clock spans the judge sets against each other: every node connected while
-    # the store's node listened (n2 and n3 began 0.5 s before it, and retried)
+    # the wall-clock spans the judge sets against each other: every node's tries overlap the
+    # time the store's node listened (n2 and n3 began 0.5 s before it, and retried). A node's
+    # span ends when it has read the store's answer, which may be after the store closed (the
+    # last greeting heard closes it): the full CI saw 0.15 ms after, so only overlap is asked
     opened, closed = host["listen"]["open"]
     assert opened <= closed
     for name, doc in docs.items():
         began, ended = doc["reach"]["tried"]
-        assert began <= ended and opened <= ended <= closed, name
+        assert began <= ended and opened <= ended and began <= closed, name
     assert docs["n2"]["reach"]["tried"][0] < opened  # it began before the listener
 
 
