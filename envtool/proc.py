@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from envtool.errors import ResourceError, ToolError
@@ -80,6 +81,7 @@ def run(
     argv: Sequence[str],
     *,
     input: str | bytes | None = None,
+    stdin_path: Path | None = None,
     timeout: float | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
@@ -89,17 +91,24 @@ def run(
 ) -> Result:
     """Run ``argv`` to completion; raise ProcessError on failure when ``check``. ``limits``
     bound stdout and stderr while they are read: a process that writes more is stopped and
-    its Result says which stream overflowed (what it wrote up to the limit is kept). ``stop``:
+    its Result says which stream overflowed (what it wrote up to the limit is kept);
+    ``stdin_path``: a file read as its stdin (what is too big to hold: a pushed cache). ``stop``:
     the signal that asks it to stop (srun passes SIGUSR2 on to its tasks as it is, but turns
     SIGTERM into their SIGKILL), and how long it gets before SIGKILL."""
     args = tuple(str(a) for a in argv)
     _log.debug("running %s", _shown(args))
     full_env = {**os.environ, **env} if env is not None else None
-    with _signals_deferred() as deferred:  # a Ctrl-C inside Popen would orphan the child
+    stdin: Any = subprocess.PIPE if input is not None else subprocess.DEVNULL
+    with contextlib.ExitStack() as files, _signals_deferred() as deferred:
+        if stdin_path is not None:  # a Ctrl-C inside Popen would orphan the child: deferred
+            try:
+                stdin = files.enter_context(stdin_path.open("rb"))
+            except OSError as exc:
+                raise ProcessError(f"cannot read {stdin_path}: {exc.strerror}") from None
         try:
             proc = subprocess.Popen(
                 args,
-                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdin=stdin,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 env=full_env,

@@ -17,6 +17,7 @@ ONLY_IN = {  # a heavy dependency and the one module allowed to import it
     "rattler": {
         "envtool.lock.solve",
         "envtool.lock.install",
+        "envtool.lock.pkgcache",
         "envtool.lock.pixi",
         "envtool.judge.specs",
     },

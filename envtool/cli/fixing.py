@@ -36,7 +36,15 @@ from envtool.cli.options import PathArg
               "atomically, rename the prefix away first (a moment without it).")  # fmt: skip
 @click.option("--node-envtool", metavar="COMMAND", help="How the nodes run envtool (default: "
               "`envtool` on their PATH; --transport local: this one).")  # fmt: skip
-@click.option("--cache-dir", help="The package cache on the nodes (a shared folder for all).")
+@click.option("--cache", "cache", metavar="DIR", help="A package cache on a filesystem the nodes "
+              "share: filled here from the lock's URLs (hash-checked), then read by every node "
+              "(for nodes that cannot reach the channel).")  # fmt: skip
+@click.option("--push", is_flag=True, help="With --cache: send the filled cache's packages for "
+              "the lock to each node over the transport (no shared filesystem), into a folder "
+              "beside its prefix, removed after.")  # fmt: skip
+@click.option("--cache-pushed", is_flag=True, hidden=True, help="--here: --cache was pushed.")
+@click.option("--cache-dir", help="The nodes' own package cache (default: theirs, "
+              "~/.cache/envtool).")  # fmt: skip
 @click.option("--timeout", type=float, default=1800.0, show_default=True, help="Per node.")
 @opt.install_sources()
 @click.option("--here", is_flag=True, hidden=True, help="What runs on a node.")
@@ -57,6 +65,9 @@ def fix(
     fanout: int | None,
     allow_gap: bool,
     node_envtool: str | None,
+    cache: str | None,
+    push: bool,
+    cache_pushed: bool,
     cache_dir: str | None,
     timeout: float,
     channel_mirror: tuple[str, ...],
@@ -75,21 +86,25 @@ def fix(
 
     if not prefix:
         raise click.UsageError("--prefix PREFIX: the environment to fix on the nodes")
+    if push and not cache:
+        raise click.UsageError("--push sends the cache --cache DIR fills: give --cache DIR")
     mirrors = opt.mirrors(channel_mirror)
     if here:
         options = FixOptions(Path(), Path(prefix), platform, apply or rollback, keep, allow_gap,
-                             Path(cache_dir) if cache_dir else None, mirrors,
+                             Path(cache_dir) if cache_dir else None,
+                             Path(cache) if cache else None, mirrors,
                              allow_insecure_url)  # fmt: skip
-        return command.here(str(lockfile), options, rollback)
+        return command.here(str(lockfile), options, rollback, cache_pushed)
     words = tuple(shlex.split(node_envtool)) if node_envtool else ()
     if not words:
         words = (sys.executable, "-m", "envtool") if transport == "local" else ("envtool",)
     node = NodeArgs(words, prefix, platform, apply or rollback, rollback, keep, allow_gap,
-                    cache_dir or "", mirrors, allow_insecure_url)  # fmt: skip
+                    cache_dir or "", cache or "", mirrors=mirrors,
+                    allow_insecure_url=allow_insecure_url)  # fmt: skip
     fan = FanoutOptions(transport=transport, fanout=fanout or 0, timeout=timeout,
                         ssh_config=ssh_config, prefix=prefix)  # fmt: skip
     verify = VerifyArgs(hosts_spec, lockfile, fan, platform, min_gpus=0, fmt="json")
-    return command.run(command.FixArgs(verify, node, report, yes, canary, fmt))
+    return command.run(command.FixArgs(verify, node, report, yes, canary, fmt, push))
 
 
 COMMANDS = (fix,)

@@ -89,6 +89,8 @@ def lock(
 @opt.platform
 @click.option("--allow-stale", is_flag=True, help="Install even if environment.yml changed.")
 @click.option("--cache-dir", type=PathArg, help="Package cache.")
+@click.option("--cache", "shared", type=PathArg, metavar="DIR", help="A package cache `envtool fix "
+              "--cache` filled (read: what it lacks is downloaded into --cache-dir).")  # fmt: skip
 @opt.install_sources()
 def install(
     lockfile: Path,
@@ -96,17 +98,20 @@ def install(
     platform: str,
     allow_stale: bool,
     cache_dir: Path | None,
+    shared: Path | None,
     channel_mirror: tuple[str, ...],
     allow_insecure_url: bool,
 ) -> int:
     """Install a lockfile's packages (hashes checked) into a prefix."""
     from envtool.commands import install as command
+    from envtool.lock import pkgcache
     from envtool.lock.install import InstallOptions
     from envtool.report.console import live
 
     options = InstallOptions(
         lockfile, prefix, platform, allow_stale, cache_dir, opt.mirrors(channel_mirror),
         allow_insecure_url, progress=live(),
+        shared_cache=pkgcache.checked_dir(shared, create=False) if shared else None,
     )  # fmt: skip
     return command.run(options)
 

@@ -11,6 +11,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 from envtool import proc
 from envtool.cluster.hosts import Host
@@ -37,24 +38,37 @@ class NodeArgs:
     keep: int = 1
     allow_gap: bool = False
     cache_dir: str = ""
+    cache: str = ""  # --cache DIR: the package cache the controller filled, read by the node
+    push: int = 0  # --push: the bytes of the tar the node reads on stdin (lock and packages)
     mirrors: tuple[tuple[str, str], ...] = ()  # --channel-mirror NAME=URL, as install takes
     allow_insecure_url: bool = False
 
 
 def script(args: NodeArgs) -> str:
     """The sh line a node runs (every value quoted; ``{node}`` in the prefix is the node's
-    ``$SLURMD_NODENAME`` or hostname, as verify's --prefix takes it)."""
-    argv = [*args.envtool, "fix", "--here", "--lockfile", "-", "--platform", args.platform,
+    ``$SLURMD_NODENAME`` or hostname, as verify's --prefix takes it). With ``push`` the node
+    reads a tar of exactly that many bytes into a private folder beside the prefix (its
+    filesystem: the packages are hard-linked from it) and removes it however the fix ends."""
+    argv = [*args.envtool, "fix", "--here", "--platform", args.platform,
             "--keep", str(args.keep), "--format", "json"]  # fmt: skip
     argv += ["--apply"] if args.apply else []
     argv += ["--rollback"] if args.rollback else []
     argv += ["--allow-gap"] if args.allow_gap else []
     argv += ["--cache-dir", args.cache_dir] if args.cache_dir else []
+    argv += ["--cache", args.cache] if args.cache and not args.push else []
     for name, url in args.mirrors:
         argv += ["--channel-mirror", f"{name}={url}"]
     argv += ["--allow-insecure-url"] if args.allow_insecure_url else []
     prefix = NODE_VAR.join(quote(p) for p in args.prefix.split("{node}"))
-    return f"exec {shlex.join(argv)} --prefix {prefix}"
+    if not args.push:
+        return f"exec {shlex.join(argv)} --lockfile - --prefix {prefix}"
+    return (
+        f'p={prefix}; d=$(mktemp -d "$(dirname -- "$p")/.envtool-push.XXXXXX") || exit 1; '
+        "trap 'rm -rf \"$d\"' EXIT; trap 'exit 1' HUP INT TERM; "
+        f'head -c {args.push} | tar -x -C "$d" -f - || exit 1; '
+        f'{shlex.join(argv)} --lockfile "$d/conda-lock.yml" --cache "$d/pkgs" --cache-pushed '
+        '--prefix "$p"'
+    )
 
 
 def argv_for(host: Host, fan: FanoutOptions, line: str) -> list[str]:
@@ -72,10 +86,12 @@ def argv_for(host: Host, fan: FanoutOptions, line: str) -> list[str]:
     )
 
 
-def _one(host: Host, fan: FanoutOptions, args: NodeArgs, lock: bytes) -> FixRecord:
+def _one(host: Host, fan: FanoutOptions, args: NodeArgs, lock: bytes | Path) -> FixRecord:
+    pushed, data = (lock, None) if isinstance(lock, Path) else (None, lock)
     try:
-        ran = proc.run(argv_for(host, fan, script(args)), input=lock, timeout=fan.timeout,
-                       check=False, limits=(MAX_ANSWER, MAX_STDERR))  # fmt: skip
+        ran = proc.run(argv_for(host, fan, script(args)), timeout=fan.timeout, check=False,
+                       input=data, stdin_path=pushed,
+                       limits=(MAX_ANSWER, MAX_STDERR))  # fmt: skip
     except proc.ProcessError as exc:
         return fix_record.failed(args.prefix, f"{host.label}: {exc}")
     lines = [line for line in ran.stdout.splitlines() if line.strip()]
@@ -92,7 +108,7 @@ def run_all(
     hosts: Sequence[Host],
     fan: FanoutOptions,
     args: NodeArgs,
-    lock: bytes,
+    lock: bytes | Path,  # the lock, or the tar --push sends (pkgcache.pack)
     done: Callable[[Host, FixRecord], None] = lambda h, r: None,
 ) -> dict[str, FixRecord]:
     """Each host's answer, by its label (in parallel, ``fan.fanout`` at once: 0 is 16)."""

@@ -17,13 +17,14 @@ from pathlib import Path
 from envtool.cluster import hosts as hostlist
 from envtool.cluster import remote_fix
 from envtool.cluster.hosts import Host
+from envtool.cluster.options import FanoutOptions
 from envtool.cluster.remote_fix import NodeArgs
 from envtool.commands import verify as verify_command
 from envtool.commands.verify import VerifyArgs
 from envtool.errors import EXIT_OK, EXIT_PROBLEMS, EnvtoolError, InputError
 from envtool.fix import answer, apply
 from envtool.fix.apply import FixOptions
-from envtool.lock import stamp
+from envtool.lock import install, lockfile, pkgcache, stamp
 from envtool.protocol import fix_record, verify_report
 from envtool.protocol.fix_record import FixRecord
 from envtool.protocol.verify_report import VerifyDocument
@@ -44,10 +45,12 @@ class FixArgs:
     yes: bool = False
     canary: int = 0
     fmt: str = "text"
+    push: bool = False  # --cache DIR filled here, then sent to each node over the transport
 
 
-def here(lock_arg: str, options: FixOptions, rollback: bool) -> int:
-    """What a node runs: its plan (and with ``apply`` the fix), one JSON line; 1 on failure."""
+def here(lock_arg: str, options: FixOptions, rollback: bool, pushed: bool = False) -> int:
+    """What a node runs: its plan (and with ``apply`` the fix), one JSON line; 1 on failure.
+    ``pushed``: the cache is the controller's, sent over the transport (said so)."""
     with tempfile.TemporaryDirectory(prefix="envtool-fix-") as folder:
         lock = Path(folder) / "conda-lock.yml"
         try:
@@ -59,9 +62,15 @@ def here(lock_arg: str, options: FixOptions, rollback: bool) -> int:
             else:
                 lock = Path(lock_arg)
             options = replace(options, lock_path=lock)
+            if options.apply and options.shared_cache:  # the controller filled it: read, not made
+                options = replace(options, shared_cache=pkgcache.checked_dir(
+                    options.shared_cache, create=False))  # fmt: skip
             outcome = apply.rollback(options) if rollback else apply.run(options)
             stamp = read_stamp(str(options.prefix)) or {}
             rec = answer.record(outcome, str(options.prefix), stamp=stamp.get("lock_sha256", ""))
+            if pushed and options.shared_cache is not None:  # a private folder, gone after
+                said = rec.source.replace(f"the cache {options.shared_cache}", "the cache pushed")
+                rec = replace(rec, source=said)
         except EnvtoolError as exc:  # the node's own error: its answer, not a traceback
             rec = fix_record.failed(str(options.prefix), str(exc))
     sys.stdout.write(fix_record.dumps(rec))
@@ -94,16 +103,45 @@ def run(args: FixArgs) -> int:
     fix_text.show_plan(before, plans, args.fmt, this, applied=True)
     if todo and not fix_text.confirm(len(todo), args.yes):
         return EXIT_PROBLEMS
-    done: dict[str, FixRecord] = {}
-    first, rest = todo[: args.canary], todo[args.canary :]
-    if first:
-        done |= remote_fix.run_all(first, fan, args.node, lock)
-    if not any(done[h.label].error for h in first):  # a failed canary stops the rest
-        done |= remote_fix.run_all(rest, fan, args.node, lock)
+    with tempfile.TemporaryDirectory(prefix="envtool-push-") as folder:
+        node, payload = (_fill(args, Path(folder) / "push.tar") if args.node.cache and todo
+                         else (args.node, lock))  # fmt: skip
+        done = _fix(todo, fan, node, payload, args.canary)
     after = document(verify_command.decide(args.verify))
     fix_text.show_result(before, after, plans, done, args.fmt)
     failed = any(r.error for r in done.values()) or len(done) < len(todo)
     return EXIT_PROBLEMS if failed or not fix_text.matches(after, plans) else EXIT_OK
+
+
+def _fix(
+    todo: list[Host], fan: FanoutOptions, node: NodeArgs, payload: bytes | Path, canary: int
+) -> dict[str, FixRecord]:
+    """Each node fixed: the first ``canary`` first, the rest only if none of those failed."""
+    done: dict[str, FixRecord] = {}
+    first, rest = todo[:canary], todo[canary:]
+    if first:
+        done |= remote_fix.run_all(first, fan, node, payload)
+    if not any(done[h.label].error for h in first):  # a failed canary stops the rest
+        done |= remote_fix.run_all(rest, fan, node, payload)
+    return done
+
+
+def _fill(args: FixArgs, tar: Path) -> tuple[NodeArgs, bytes | Path]:
+    """``--cache DIR`` filled here from the lock's URLs before any node reads it; with
+    ``--push``, packed into ``tar`` for the nodes to read on stdin (the lock with it)."""
+    lock_path = args.verify.lock_path
+    assert lock_path is not None
+    shared = pkgcache.checked_dir(Path(args.node.cache), create=True)
+    options = install.InstallOptions(lock_path, shared, args.node.platform,
+                                     mirrors=args.node.mirrors,
+                                     allow_insecure_url=args.node.allow_insecure_url)  # fmt: skip
+    fix_text.show_filled(shared, install.fill_cache(options, shared), args.fmt)
+    if not args.push:
+        return args.node, lock_path.read_bytes()
+    packages = lockfile.read(lock_path).for_platform(args.node.platform)
+    names = [pkgcache.entry(p.name, p.version, p.build) for p in packages if p.manager == "conda"]
+    size = pkgcache.pack(shared, names, lock_path, tar)
+    return replace(args.node, push=size), tar
 
 
 def _rollback(args: FixArgs, hosts: list[Host], before: VerifyDocument, lock: bytes,

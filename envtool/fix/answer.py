@@ -23,4 +23,4 @@ def record(outcome: FixOutcome | None, prefix: str, error: str = "", stamp: str 
                  for name, pids in outcome.kept_in_use)  # fmt: skip
     return FixRecord(str(outcome.prefix), changes, outcome.applied, outcome.generation,
                      outcome.switch, outcome.removed, kept, outcome.unread, error,
-                     stamp)  # fmt: skip
+                     stamp, outcome.source)  # fmt: skip

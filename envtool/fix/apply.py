@@ -32,6 +32,7 @@ class FixOptions:
     keep: int = 1
     allow_gap: bool = False
     cache_dir: Path | None = None
+    shared_cache: Path | None = None  # --cache DIR: the cache the controller filled (read)
     mirrors: tuple[tuple[str, str], ...] = ()
     allow_insecure_url: bool = False
     proc: Path = Path("/proc")
@@ -50,6 +51,7 @@ class FixOutcome:
     kept_in_use: tuple[tuple[str, tuple[int, ...]], ...] = ()  # generation, pids holding it
     unread: int = 0  # processes whose maps could not be read (another user's)
     notes: tuple[str, ...] = field(default=())
+    source: str = ""  # where the new generation's packages came from (pkgcache.Sources)
 
 
 def check_writable(prefix: Path) -> None:
@@ -145,9 +147,11 @@ def _apply(
     try:
         (target / "conda-meta").mkdir(parents=True)
         (target / PENDING).write_text("envtool fix: not switched to yet\n")
-        install(InstallOptions(options.lock_path, target, options.platform, allow_stale=True,
-                               cache_dir=options.cache_dir, mirrors=options.mirrors,
-                               allow_insecure_url=options.allow_insecure_url))  # fmt: skip
+        done = install(InstallOptions(options.lock_path, target, options.platform,
+                                      allow_stale=True, cache_dir=options.cache_dir,
+                                      mirrors=options.mirrors,
+                                      allow_insecure_url=options.allow_insecure_url,
+                                      shared_cache=options.shared_cache))  # fmt: skip
         _check(lock, options, target)
         was = now.path.name if now is not None else gens.path_of(prefix, 0).name
         (target / PREVIOUS).write_text(was + "\n")
@@ -160,7 +164,8 @@ def _apply(
             except InstallError as left:  # the first error is what the user needs first
                 raise InstallError(f"{exc}; and {left}: remove it by hand") from None
         raise
-    outcome = replace(outcome, applied=True, generation=target.name, switch=how)
+    outcome = replace(outcome, applied=True, generation=target.name, switch=how,
+                      source=done.sources.said())  # fmt: skip
     return _prune(options, outcome, removed)
 
 

@@ -9,7 +9,7 @@ import re
 import shutil
 import stat
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 from envtool import private
 from envtool.errors import InputError, InstallError, ProblemFound
-from envtool.lock import filelock, lockfile, pin, pip_install, secrets, sources, stamp
+from envtool.lock import filelock, lockfile, pin, pip_install, pkgcache, secrets, sources, stamp
 from envtool.lock.lockfile import LockedPackage, Lockfile
 from envtool.lock.prefixes import INCOMPLETE_MARKER, source_env
 from envtool.lock.solve import default_cache_dir
@@ -38,6 +38,7 @@ class InstallOptions:
     mirrors: tuple[tuple[str, str], ...] = ()  # NAME=URL: file:// packages inside URL allowed
     allow_insecure_url: bool = False  # http://, and file:// outside every mirror
     progress: bool = False  # download/link bars on stderr (a terminal, not -q, not CI)
+    shared_cache: Path | None = None  # --cache DIR: a filled cache read behind the own one
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class InstallResult:
     conda: int
     pip: int
     seconds: float
+    sources: pkgcache.Sources = field(default_factory=pkgcache.Sources)  # where conda's came from
 
 
 def ensure_fresh(lock_path: Path, data: Lockfile, platform: str) -> None:
@@ -123,32 +125,42 @@ def verify_local_archives(packages: list[LockedPackage]) -> None:
                 )
 
 
-def _install_conda(packages: list[LockedPackage], options: InstallOptions, cache: Path) -> int:
+def _install_conda(
+    packages: list[LockedPackage], options: InstallOptions, cache: Path
+) -> tuple[int, pkgcache.Sources]:
     from rattler import install
     from rattler.exceptions import InstallerError
     from rattler.platform import Subdir
 
-    verify_local_archives(packages)
     records = [_record(p) for p in packages]
     private.private_folder(cache / "pkgs")  # a private channel's packages
+    where = pkgcache.places(records, cache / "pkgs", options.shared_cache)
+    # a file:// archive is read only when no cache holds the package (a node off the channel)
+    fetched = [p for p, w in zip(packages, where, strict=True) if w == pkgcache.FETCHED]
+    verify_local_archives(fetched)
     try:
         asyncio.run(
             install(
                 records,
                 target_prefix=str(options.prefix),
-                cache_dir=cache / "pkgs",
                 installed_packages=_installed(options.prefix),
                 platform=Subdir(options.platform),
                 show_progress=options.progress,  # rattler's bars on stderr
+                package_cache=pkgcache.layered(cache / "pkgs", options.shared_cache),
             )
         )
     except InstallerError as exc:
-        detail = secrets.mask(" ".join(str(exc).split()))  # a URL's credentials never shown
-        chain = [p.strip() for p in detail.split("Caused by:") if p.strip()]
-        if len(chain) > 2:  # rattler's chain: what failed, then its root cause (ENOSPC, ...)
-            detail = f"{chain[0]}: ... {chain[-1]}"
-        raise InstallError(f"{options.prefix}: install failed: {detail}") from None
-    return _count_installed(packages, options.prefix)
+        raise InstallError(f"{options.prefix}: install failed: {_said(exc)}") from None
+    came = pkgcache.counted(where, records, cache / "pkgs", options.shared_cache)
+    return _count_installed(packages, options.prefix), came
+
+
+def _said(exc: Exception) -> str:
+    """rattler's error chain in one line: what failed, then its root cause (ENOSPC, ...);
+    a URL's credentials never shown."""
+    detail = secrets.mask(" ".join(str(exc).split()))
+    chain = [p.strip() for p in detail.split("Caused by:") if p.strip()]
+    return f"{chain[0]}: ... {chain[-1]}" if len(chain) > 2 else detail
 
 
 def _count_installed(packages: list[LockedPackage], prefix: Path) -> int:
@@ -224,19 +236,7 @@ def install(options: InstallOptions) -> InstallResult:
             f"hash-checked file: envtool install cannot install it (pip install --no-deps "
             f"'{p.name} @ {pinned}' does, unchecked)"
         )
-    # a channel's credentials filled in, in memory only; each record gets its template back
-    bases = secrets.bases(tuple({p.channel_url for p in packages if secrets.used_vars(p.url)}))
-    packages = tuple(
-        replace(p, url=secrets.expand(p.url)) if p.channel_url in bases.values() else p
-        for p in packages
-    )
-    # the URLs checked (resolved) are the URLs used, for conda and for pip alike
-    try:
-        used = sources.checked(
-            packages, dict(options.mirrors), options.allow_insecure_url, options.lock_path
-        )
-    except InputError as exc:  # it quotes the URL, whose credentials are filled in by now
-        raise InputError(secrets.mask(str(exc))) from None
+    used, bases = _resolved(options, packages)
     conda = [p for p in used if p.manager == "conda"]
     pip = [p for p in used if p.manager == "pip"]
     lines = [pip_install.requirement(options.lock_path, p) for p in pip]
@@ -248,7 +248,8 @@ def install(options: InstallOptions) -> InstallResult:
         try:
             marker = _mark_incomplete(options)  # a new prefix too: a SIGKILL runs no cleanup
             try:
-                n_conda = _install_conda(conda, options, options.cache_dir or default_cache_dir())
+                cache = options.cache_dir or default_cache_dir()
+                n_conda, came = _install_conda(conda, options, cache)
             finally:
                 secrets.scrub_records(options.prefix, bases)
             n_pip = 0
@@ -261,4 +262,38 @@ def install(options: InstallOptions) -> InstallResult:
             raise  # an existing prefix keeps the marker: it is no longer what it was
         stamp.write(options.prefix, options.lock_path, options.platform)  # which lock made it
         marker.unlink(missing_ok=True)
-    return InstallResult(options.prefix, n_conda, n_pip, time.perf_counter() - start)
+    return InstallResult(options.prefix, n_conda, n_pip, time.perf_counter() - start, came)
+
+
+def _resolved(
+    options: InstallOptions, packages: tuple[LockedPackage, ...]
+) -> tuple[tuple[LockedPackage, ...], dict[str, str]]:
+    """The packages with the URLs the install uses, a channel's credentials filled in (in
+    memory only; each record gets its template back: ``bases``), each URL checked as used."""
+    bases = secrets.bases(tuple({p.channel_url for p in packages if secrets.used_vars(p.url)}))
+    packages = tuple(
+        replace(p, url=secrets.expand(p.url)) if p.channel_url in bases.values() else p
+        for p in packages
+    )
+    try:
+        used = sources.checked(
+            packages, dict(options.mirrors), options.allow_insecure_url, options.lock_path
+        )
+    except InputError as exc:  # it quotes the URL, whose credentials are filled in by now
+        raise InputError(secrets.mask(str(exc))) from None
+    return used, bases
+
+
+def fill_cache(options: InstallOptions, shared: Path) -> int:
+    """``--cache DIR`` filled from the lock's URLs (the conda packages, hash-checked): what
+    the nodes then read. The number of packages it holds for the lock."""
+    data = lockfile.read(options.lock_path)
+    packages = data.for_platform(options.platform)
+    conda = [p for p in _resolved(options, packages)[0] if p.manager == "conda"]
+    verify_local_archives(conda)
+    from rattler.exceptions import InstallerError
+
+    try:
+        return pkgcache.fill([_record(p) for p in conda], shared, options.platform)
+    except InstallerError as exc:
+        raise InstallError(f"--cache {shared}: could not fill it: {_said(exc)}") from None

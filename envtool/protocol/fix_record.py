@@ -43,6 +43,7 @@ class FixRecord:
     unread: int
     error: str  # "" when it did what was asked
     stamp: str  # the sha256 of the lock that made the prefix (its stamp), "" when none
+    source: str = ""  # where a fix's packages came from (counts and the cache's path, no URL)
 
 
 def clipped(text: str) -> str:
@@ -110,6 +111,7 @@ def loads(text: str, source: str) -> FixRecord:
             typed(d["unread"], int, "unread"),
             _text(d["error"], "error"),
             _text(d["stamp"], "stamp"),
+            _text(d["source"], "source"),
         )
     except Bad as exc:
         raise InputError(f"{source}: not an envtool fix answer: {exc}") from None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict
+from pathlib import Path
 
 import click
 
@@ -103,9 +104,21 @@ def show_local(rec: FixRecord, this: str) -> None:
     if rec.applied:
         lines += fold(f"{visible(rec.prefix)} → {visible(rec.generation)} ({rec.switch}); "
                       f"{stamp_words(rec.stamp, this)}", width, "  ", "    ")  # fmt: skip
+        if rec.source:
+            lines += fold(f"installed: {visible(rec.source)}", width, "    ", "      ")
     else:
         lines += fold(f"{visible(rec.prefix)} matches the lock: nothing to fix", width, "  ")
     click.echo("\n".join(lines) + "\n")
+
+
+def show_filled(shared: Path, count: int, fmt: str) -> None:
+    """The shared cache filled before the nodes read it (text only: JSON and JUnit carry
+    each node's own source)."""
+    if fmt == "text":
+        click.echo(
+            f"cache {visible(str(shared))}: {plural(count, 'conda package')} of the lock, "
+            "filled from its URLs (hash-checked)"
+        )
 
 
 def confirm(nodes: int, yes: bool, verb: str = "fix") -> bool:
@@ -147,6 +160,8 @@ def show_result(
                if rec.applied else f"not fixed: {visible(rec.error)}")  # fmt: skip
         count = f"errors {_errors(before, host)} → {_errors(after, host)}"
         lines += fold(f"{visible(host)}  {did}; {count}", width, "", "    ")
+        if rec.source:
+            lines += fold(f"installed: {visible(rec.source)}", width, "    ", "      ")
         if rec.removed:
             lines += fold(f"removed: {', '.join(visible(r) for r in rec.removed)}", width,
                           "    ", "      ")  # fmt: skip

@@ -52,6 +52,8 @@ def install_result(result: InstallResult) -> None:
         f"installed {result.conda} conda{extra} packages into {result.prefix} "
         f"in {result.seconds:.2f} s"
     )
+    if result.sources.shared:  # a filled cache was read: what came from it, what did not
+        click.echo(f"  {visible(result.sources.said())}")
 
 
 def build_result(result: BuildResult) -> None:

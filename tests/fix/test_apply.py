@@ -95,8 +95,10 @@ def test_a_hash_that_does_not_match_leaves_the_prefix_as_it_was(
     lock.write_text(locks["new"].read_text().replace(python_channel.as_uri(), channel.as_uri()))
     [archive] = (channel / "linux-64").glob("nccl-2.18.3.1-*")
     archive.write_bytes(archive.read_bytes() + b"tampered")
+    # a cache of its own, empty: the archive is what the install reads (a package a cache
+    # holds, checked against the lock's sha256 there, never reads it)
     with pytest.raises(Exception, match="mismatch"):
-        _fix(lock, drifted, apply=True)
+        _fix(lock, drifted, apply=True, cache_dir=tmp_path / "empty-cache")
     assert not drifted.is_symlink() and _nccl(drifted) == "2.16.5.1"
     assert generations.generations(drifted) == []
 

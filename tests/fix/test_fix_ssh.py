@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -100,11 +101,18 @@ def test_verify_fix_verify(lab: Lab) -> None:
     ]
     assert not any(lab.prefix(n).is_symlink() for n in (1, 2, 3))
 
-    print(lab.run("fix")[1])
-    code, out, err = lab.run("fix", "--apply", "--yes")
-    print(out)
+    # the nodes read a cache this controller fills (their own caches empty): what a cluster
+    # whose nodes cannot reach the channel does; each node says where its packages came from
+    shared, own = lab.root / "shared-cache", lab.root / "empty-own-cache"
+    code, out, err = lab.run("fix", "--apply", "--yes", "--cache", str(shared),
+                             "--cache-dir", str(own))  # fmt: skip
     assert code == 0, out + err
     assert "fixed: 2 of 2 nodes now match the lock" in out and "left alone: node1" in out
+    said = " ".join(out.split())
+    filled = re.search(rf"cache {shared}: (\d+) conda packages of the lock, filled", said)
+    assert filled, out
+    n = filled[1]
+    assert said.count(f"installed: {n} conda packages: {n} from the cache {shared}") == 2, out
     assert not lab.prefix(1).is_symlink()  # the matching node untouched
     for n in (2, 3):
         assert os.readlink(lab.prefix(n)) == "env.envtool-gen-1"
@@ -117,6 +125,26 @@ def test_verify_fix_verify(lab: Lab) -> None:
     assert not any(lab.prefix(n).is_symlink() for n in (1, 2, 3))
     code, out, _ = lab.run("verify")
     assert set(_errors(out)) == {"node2", "node3"}  # as they were
+
+
+def test_a_cache_pushed_over_ssh_fixes_the_nodes_and_nothing_is_left(lab: Lab) -> None:
+    """No filesystem shared: the cache filled here is sent to each node over ssh (a tar of
+    the lock's packages, read to its exact size into a folder beside the prefix, removed
+    after), and read there; the nodes' own caches are empty."""
+    shared, own = lab.root / "controller-cache", lab.root / "empty-own-cache-2"
+    code, out, err = lab.run("fix", "--apply", "--yes", "--cache", str(shared), "--push",
+                             "--cache-dir", str(own))  # fmt: skip
+    assert code == 0, out + err
+    said = " ".join(out.split())
+    assert "fixed: 2 of 2 nodes now match the lock" in said, out
+    filled = re.search(rf"cache {shared}: (\d+) conda packages of the lock, filled", said)
+    assert filled, out
+    n = filled[1]
+    assert said.count(f"installed: {n} conda packages: {n} from the cache pushed") == 2, out
+    for node in (1, 2, 3):  # nothing of the push left beside any prefix
+        assert not list((lab.root / f"node{node}").glob(".envtool-push.*")), node
+    code, out, err = lab.run("fix", "--rollback", "--yes")  # as it was, for the next test
+    assert code == 0, out + err
 
 
 def test_verify_says_which_lock_each_prefix_was_installed_from(lab: Lab) -> None:
