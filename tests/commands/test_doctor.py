@@ -334,7 +334,12 @@ def test_ctrl_c_during_the_ddp_step_leaves_no_rank_behind(lab: Lab) -> None:
     assert left == [], left  # the launcher and both ranks stop with doctor
 
 
-def test_failed_install_is_a_fail_and_skips_the_rest(lab: Lab, tmp_path: Path) -> None:
+def test_failed_install_is_a_fail_and_skips_the_rest(
+    lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An empty package cache of its own: a package another test cached under the default
+    # cache is a verified copy, and rattler rightly installs it without the gone channel.
+    monkeypatch.setenv("ENVTOOL_CACHE_DIR", str(tmp_path / "empty-cache"))
     proj = tmp_path / "proj"
     shutil.copytree(lab.root, proj)
     lock = proj / "conda-lock.yml"
