@@ -110,6 +110,10 @@ def _file_digests(url: str, path: Path) -> dict[str, str]:
     return {kind: digest.hexdigest() for kind, digest in hashes.items()}
 
 
+def _local_there(url: str) -> bool:
+    return urlparse(url).scheme == "file" and Path(sources.resolved_path(url)).exists()
+
+
 def verify_local_archives(packages: list[LockedPackage]) -> None:
     """Check md5/sha256 of ``file://`` archives (rattler checks downloads, not local files)."""
     for pkg in packages:
@@ -135,9 +139,10 @@ def _install_conda(
     records = [_record(p) for p in packages]
     private.private_folder(cache / "pkgs")  # a private channel's packages
     where = pkgcache.places(records, cache / "pkgs", options.shared_cache)
-    # a file:// archive is read only when no cache holds the package (a node off the channel)
-    fetched = [p for p, w in zip(packages, where, strict=True) if w == pkgcache.FETCHED]
-    verify_local_archives(fetched)
+    # a file:// archive is checked where it is there; one that is not is passed over only
+    # where a cache holds the package (a node off the channel; the cache's copy is checked)
+    verify_local_archives([p for p, w in zip(packages, where, strict=True)
+                           if w == pkgcache.FETCHED or _local_there(p.url)])  # fmt: skip
     try:
         asyncio.run(
             install(
