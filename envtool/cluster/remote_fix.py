@@ -7,7 +7,6 @@ answer, never another's, and never stops the others."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -39,35 +38,57 @@ class NodeArgs:
     allow_gap: bool = False
     cache_dir: str = ""
     cache: str = ""  # --cache DIR: the package cache the controller filled, read by the node
-    push: int = 0  # --push: the bytes of the tar the node reads on stdin (lock and packages)
+    size: int = 0  # the bytes of the tar the node reads on stdin (cluster/fix_payload.py)
+    push: bool = False  # --push: the tar carries the lock's packages (pkgs/), read as a cache
     mirrors: tuple[tuple[str, str], ...] = ()  # --channel-mirror NAME=URL, as install takes
     allow_insecure_url: bool = False
 
 
+INSTALLERS = ("micromamba", "mamba", "conda")  # a node without envtool: the first it has
+
+
 def script(args: NodeArgs) -> str:
     """The sh line a node runs (every value quoted; ``{node}`` in the prefix is the node's
-    ``$SLURMD_NODENAME`` or hostname, as verify's --prefix takes it). With ``push`` the node
-    reads a tar of exactly that many bytes into a private folder beside the prefix (its
-    filesystem: the packages are hard-linked from it) and removes it however the fix ends."""
+    ``$SLURMD_NODENAME`` or hostname, as verify's --prefix takes it). It reads the payload, a
+    tar of exactly ``args.size`` bytes (cluster/fix_payload.py), into a private folder (beside
+    the prefix with ``--push``, its filesystem: the packages are hard-linked from it; else in
+    ``$TMPDIR``) and removes it however the fix ends. The node's envtool fixes it where the
+    node has one; else the node package's fixgen, with the first of micromamba, mamba and
+    conda on its PATH (said in its answer)."""
     argv = [*args.envtool, "fix", "--here", "--platform", args.platform,
             "--keep", str(args.keep), "--format", "json"]  # fmt: skip
-    argv += ["--apply"] if args.apply else []
-    argv += ["--rollback"] if args.rollback else []
-    argv += ["--allow-gap"] if args.allow_gap else []
+    flags = ["--apply"] if args.apply else []
+    flags += ["--rollback"] if args.rollback else []
+    flags += ["--allow-gap"] if args.allow_gap else []
+    argv += flags
     argv += ["--cache-dir", args.cache_dir] if args.cache_dir else []
-    argv += ["--cache", args.cache] if args.cache and not args.push else []
     for name, url in args.mirrors:
         argv += ["--channel-mirror", f"{name}={url}"]
     argv += ["--allow-insecure-url"] if args.allow_insecure_url else []
     prefix = NODE_VAR.join(quote(p) for p in args.prefix.split("{node}"))
-    if not args.push:
-        return f"exec {shlex.join(argv)} --lockfile - --prefix {prefix}"
+    if args.push:  # the packages came with the payload
+        argv += ["--cache", '"$d/pkgs"', "--cache-pushed"]
+    elif args.cache:
+        argv += ["--cache", args.cache]
+    ours = " ".join(a if a.startswith('"$d') else quote(a) for a in argv)
+    fallback = [*flags, "--keep", str(args.keep)] + (["--cache"] if args.cache else [])
+    # pushed packages beside the prefix (its filesystem: hard-linked from there), else TMPDIR
+    where = ('"$(dirname -- "$p")/.envtool-fix.XXXXXX"' if args.push
+             else '"${TMPDIR:-/tmp}/envtool-fix.XXXXXX"')  # fmt: skip
+    none = f"neither {args.envtool[0]} nor {', '.join(INSTALLERS)} is on this node's PATH"
     return (
-        f'p={prefix}; d=$(mktemp -d "$(dirname -- "$p")/.envtool-push.XXXXXX") || exit 1; '
+        f"p={prefix}; d=$(mktemp -d {where}) || exit 1; "
         "trap 'rm -rf \"$d\"' EXIT; trap 'exit 1' HUP INT TERM; "
-        f'head -c {args.push} | tar -x -C "$d" -f - || exit 1; '
-        f'{shlex.join(argv)} --lockfile "$d/conda-lock.yml" --cache "$d/pkgs" --cache-pushed '
-        '--prefix "$p"'
+        f'head -c {args.size} | tar -x -C "$d" -f - || {{ echo "envtool: cannot unpack the '
+        'payload of the fix into $d (is its filesystem full?)" >&2; exit 1; }; '
+        f"if command -v {quote(args.envtool[0])} >/dev/null 2>&1; then "
+        f'{ours} --lockfile "$d/conda-lock.yml" --prefix "$p"; '
+        f"else i=; for c in {' '.join(INSTALLERS)}; do i=$(command -v $c) && break; done; "
+        f'[ -n "$i" ] || {{ echo {quote("envtool: " + none)} >&2; exit 1; }}; '
+        '[ -x "$p/bin/python" ] || { echo "envtool: $p: no bin/python to run the fix" >&2; '
+        "exit 1; }; "
+        'PYTHONPATH="$d" "$p/bin/python" -B -m envtool_node.fixgen --installer "$i" '
+        f'--dir "$d" --prefix "$p" {" ".join(fallback)}; fi'
     )
 
 
@@ -86,12 +107,10 @@ def argv_for(host: Host, fan: FanoutOptions, line: str) -> list[str]:
     )
 
 
-def _one(host: Host, fan: FanoutOptions, args: NodeArgs, lock: bytes | Path) -> FixRecord:
-    pushed, data = (lock, None) if isinstance(lock, Path) else (None, lock)
+def _one(host: Host, fan: FanoutOptions, args: NodeArgs, payload: Path) -> FixRecord:
     try:
         ran = proc.run(argv_for(host, fan, script(args)), timeout=fan.timeout, check=False,
-                       input=data, stdin_path=pushed,
-                       limits=(MAX_ANSWER, MAX_STDERR))  # fmt: skip
+                       stdin_path=payload, limits=(MAX_ANSWER, MAX_STDERR))  # fmt: skip
     except proc.ProcessError as exc:
         return fix_record.failed(args.prefix, f"{host.label}: {exc}")
     lines = [line for line in ran.stdout.splitlines() if line.strip()]
@@ -108,14 +127,14 @@ def run_all(
     hosts: Sequence[Host],
     fan: FanoutOptions,
     args: NodeArgs,
-    lock: bytes | Path,  # the lock, or the tar --push sends (pkgcache.pack)
+    payload: Path,  # the tar every node reads (cluster/fix_payload.py; args.size its size)
     done: Callable[[Host, FixRecord], None] = lambda h, r: None,
 ) -> dict[str, FixRecord]:
     """Each host's answer, by its label (in parallel, ``fan.fanout`` at once: 0 is 16)."""
     width = max(1, min(len(hosts), fan.fanout or 16))
     out: dict[str, FixRecord] = {}
     with ThreadPoolExecutor(max_workers=width) as pool:
-        futures = {h.label: pool.submit(_one, h, fan, args, lock) for h in hosts}
+        futures = {h.label: pool.submit(_one, h, fan, args, payload) for h in hosts}
         for host in hosts:
             out[host.label] = futures[host.label].result()
             done(host, out[host.label])

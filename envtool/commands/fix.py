@@ -14,8 +14,8 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from envtool.cluster import fix_payload, remote_fix
 from envtool.cluster import hosts as hostlist
-from envtool.cluster import remote_fix
 from envtool.cluster.hosts import Host
 from envtool.cluster.options import FanoutOptions
 from envtool.cluster.remote_fix import NodeArgs
@@ -87,25 +87,26 @@ def run(args: FixArgs) -> int:
     """0 every node matches the lock (afterwards, with --apply); 1 otherwise."""
     if args.verify.lock_path is None:
         raise InputError("envtool fix needs the lock the nodes are brought to (--lockfile)")
-    lock = args.verify.lock_path.read_bytes()
     hosts = hostlist.resolve(args.verify.hosts_spec)
     fan = args.verify.fanout
     this = stamp.lock_hash(args.verify.lock_path)
     before = _before(args)
-    if args.node.rollback:
-        return _rollback(args, hosts, before, lock, this)
-    plans = remote_fix.run_all(hosts, fan, replace(args.node, apply=False), lock)
-    drifted = [h for h in hosts if plans[h.label].changes or plans[h.label].error]
-    if not args.node.apply or not drifted:
-        fix_text.show_plan(before, plans, args.fmt, this, applied=False)
-        return EXIT_OK if not any(p.error for p in plans.values()) else EXIT_PROBLEMS
-    todo = [h for h in drifted if not plans[h.label].error]
-    fix_text.show_plan(before, plans, args.fmt, this, applied=True)
-    if todo and not fix_text.confirm(len(todo), args.yes):
-        return EXIT_PROBLEMS
-    with tempfile.TemporaryDirectory(prefix="envtool-push-") as folder:
-        node, payload = (_fill(args, Path(folder) / "push.tar") if args.node.cache and todo
-                         else (args.node, lock))  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="envtool-fix-") as folder:
+        payload = Path(folder) / "payload.tar"
+        node = replace(args.node, size=_payload(args, payload))
+        if node.rollback:
+            return _rollback(args, hosts, before, node, payload)
+        plans = remote_fix.run_all(hosts, fan, replace(node, apply=False), payload)
+        drifted = [h for h in hosts if plans[h.label].changes or plans[h.label].error]
+        if not node.apply or not drifted:
+            fix_text.show_plan(before, plans, args.fmt, this, applied=False)
+            return EXIT_OK if not any(p.error for p in plans.values()) else EXIT_PROBLEMS
+        todo = [h for h in drifted if not plans[h.label].error]
+        fix_text.show_plan(before, plans, args.fmt, this, applied=True)
+        if todo and not fix_text.confirm(len(todo), args.yes):
+            return EXIT_PROBLEMS
+        if node.cache and todo:
+            node = _fill(args, node, payload)
         done = _fix(todo, fan, node, payload, args.canary)
     after = document(verify_command.decide(args.verify))
     fix_text.show_result(before, after, plans, done, args.fmt)
@@ -113,8 +114,22 @@ def run(args: FixArgs) -> int:
     return EXIT_PROBLEMS if failed or not fix_text.matches(after, plans) else EXIT_OK
 
 
+def _payload(args: FixArgs, out: Path, shared: Path | None = None) -> int:
+    """The tar every node reads (cluster/fix_payload.py), with ``shared``'s packages of the
+    lock when pushed; its size."""
+    lock_path = args.verify.lock_path
+    assert lock_path is not None
+    names: list[str] = []
+    if shared is not None:
+        packages = lockfile.read(lock_path).for_platform(args.node.platform)
+        names = [pkgcache.entry(p.name, p.version, p.build) for p in packages
+                 if p.manager == "conda"]  # fmt: skip
+    return fix_payload.write(lock_path, args.node.platform, out, bool(args.node.mirrors),
+                             shared, names)  # fmt: skip
+
+
 def _fix(
-    todo: list[Host], fan: FanoutOptions, node: NodeArgs, payload: bytes | Path, canary: int
+    todo: list[Host], fan: FanoutOptions, node: NodeArgs, payload: Path, canary: int
 ) -> dict[str, FixRecord]:
     """Each node fixed: the first ``canary`` first, the rest only if none of those failed."""
     done: dict[str, FixRecord] = {}
@@ -126,30 +141,27 @@ def _fix(
     return done
 
 
-def _fill(args: FixArgs, tar: Path) -> tuple[NodeArgs, bytes | Path]:
+def _fill(args: FixArgs, node: NodeArgs, payload: Path) -> NodeArgs:
     """``--cache DIR`` filled here from the lock's URLs before any node reads it; with
-    ``--push``, packed into ``tar`` for the nodes to read on stdin (the lock with it)."""
+    ``--push``, its packages of the lock put in the payload (the node reads them as its
+    cache)."""
     lock_path = args.verify.lock_path
     assert lock_path is not None
-    shared = pkgcache.checked_dir(Path(args.node.cache), create=True)
-    options = install.InstallOptions(lock_path, shared, args.node.platform,
-                                     mirrors=args.node.mirrors,
-                                     allow_insecure_url=args.node.allow_insecure_url)  # fmt: skip
+    shared = pkgcache.checked_dir(Path(node.cache), create=True)
+    options = install.InstallOptions(lock_path, shared, node.platform, mirrors=node.mirrors,
+                                     allow_insecure_url=node.allow_insecure_url)  # fmt: skip
     fix_text.show_filled(shared, install.fill_cache(options, shared), args.fmt)
     if not args.push:
-        return args.node, lock_path.read_bytes()
-    packages = lockfile.read(lock_path).for_platform(args.node.platform)
-    names = [pkgcache.entry(p.name, p.version, p.build) for p in packages if p.manager == "conda"]
-    size = pkgcache.pack(shared, names, lock_path, tar)
-    return replace(args.node, push=size), tar
+        return node
+    return replace(node, size=_payload(args, payload, shared), push=True)
 
 
-def _rollback(args: FixArgs, hosts: list[Host], before: VerifyDocument, lock: bytes,
-              this: str) -> int:  # fmt: skip
+def _rollback(args: FixArgs, hosts: list[Host], before: VerifyDocument, node: NodeArgs,
+              payload: Path) -> int:  # fmt: skip
     """Every node switched back to its previous generation (asked once, as --apply is)."""
     if not fix_text.confirm(len(hosts), args.yes, "roll back"):
         return EXIT_PROBLEMS
-    done = remote_fix.run_all(hosts, args.verify.fanout, args.node, lock)
+    done = remote_fix.run_all(hosts, args.verify.fanout, node, payload)
     after = document(verify_command.decide(args.verify))
     fix_text.show_result(before, after, done, done, args.fmt, "rolled back")
     return EXIT_PROBLEMS if any(r.error for r in done.values()) else EXIT_OK

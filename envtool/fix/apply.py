@@ -8,8 +8,6 @@ the new generation and leaves ``P`` as it was; a generation an earlier run left 
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -18,7 +16,6 @@ from envtool.fix import generations as gens
 from envtool.fix.plan import Plan, plan
 from envtool.lock import filelock, lockfile
 from envtool.lock.install import InstallOptions, install
-from envtool.lock.prefixes import INCOMPLETE_MARKER
 
 
 @dataclass(frozen=True)
@@ -57,19 +54,7 @@ class FixOutcome:
 def check_writable(prefix: Path) -> None:
     """``P`` and every folder above it are this user's or root's, and none can be written
     by another user (but a sticky folder): else a fix could be redirected (InputError)."""
-    uid = os.geteuid()
-    path = prefix.absolute()
-    for folder in (path, *path.parents):
-        try:
-            st = folder.lstat()
-        except FileNotFoundError:
-            continue
-        if folder == path and stat.S_ISLNK(st.st_mode):
-            st = folder.parent.lstat()  # the link's own folder decides who can swap it
-        if st.st_uid not in (0, uid):
-            raise InputError(f"{prefix}: {folder} belongs to uid {st.st_uid}: not fixed")
-        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
-            raise InputError(f"{prefix}: {folder} can be written by every user: not fixed")
+    gens.check_writable(prefix)
 
 
 def _is_prefix(prefix: Path) -> None:
@@ -77,17 +62,8 @@ def _is_prefix(prefix: Path) -> None:
         raise InputError(f"{prefix}: not a conda environment (no conda-meta/)")
 
 
-PENDING = "conda-meta/envtool-fix-pending"  # in a generation from its start to its switch
-PREVIOUS = "conda-meta/envtool-previous"  # the generation P was before it (a rollback's target)
-
-
-def _unfinished(g: gens.Generation) -> bool:
-    return (g.path / INCOMPLETE_MARKER).exists() or (g.path / PENDING).exists()
-
-
-def _stale(prefix: Path, now: gens.Generation | None) -> list[Path]:
-    """Generations an interrupted run left (half-installed, or never switched to)."""
-    return [g.path for g in gens.generations(prefix) if g != now and _unfinished(g)]
+PENDING = gens.PENDING  # in a generation from its start to its switch
+PREVIOUS = gens.PREVIOUS  # the generation P was before it (a rollback's target)
 
 
 def _check(lock: lockfile.Lockfile, options: FixOptions, target: Path) -> None:
@@ -138,8 +114,8 @@ def _apply(
     options: FixOptions, lock: lockfile.Lockfile, outcome: FixOutcome, now: gens.Generation | None
 ) -> FixOutcome:
     prefix = outcome.prefix
-    removed = [p.name for p in _stale(prefix, now)]
-    for stale in _stale(prefix, now):
+    removed = [p.name for p in gens.stale(prefix, now)]
+    for stale in gens.stale(prefix, now):
         gens.remove(stale)
     if now is not None:
         (now.path / PENDING).unlink(missing_ok=True)  # switched to, by a run cut short after
@@ -169,36 +145,12 @@ def _apply(
     return _prune(options, outcome, removed)
 
 
-def _previous(g: gens.Generation | None, prefix: Path) -> gens.Generation | None:
-    """The generation ``P`` was before ``g`` (as ``g`` records it), where it is still there."""
-    if g is None:
-        return None
-    try:
-        name = (g.path / PREVIOUS).read_text().strip()
-    except OSError:
-        return None
-    return next((o for o in gens.generations(prefix) if o.path.name == name), None)
-
-
 def _prune(options: FixOptions, outcome: FixOutcome, removed: list[str]) -> FixOutcome:
     """Older generations beyond ``keep`` removed, but one a process holds. A process this
     user cannot read (another user's, or the system's) is not checked: counted in
     ``unread`` and said in the report; ``keep`` keeps older generations whatever holds them."""
-    prefix = outcome.prefix
-    now = gens.current(prefix)
-    before = _previous(now, prefix)  # kept first: what a rollback goes back to
-    older = [g for g in reversed(gens.generations(prefix)) if g not in (now, before)]
-    older = [before, *older] if before is not None else older
-    kept, unread = [], 0
-    for g in older[options.keep :]:
-        pids, unread_here = gens.holders(g.path, options.proc)
-        unread = max(unread, unread_here)
-        if pids:
-            kept.append((g.path.name, tuple(pids)))
-            continue
-        gens.remove(g.path)
-        removed.append(g.path.name)
-    return replace(outcome, removed=tuple(removed), kept_in_use=tuple(kept), unread=unread)
+    gone, kept, unread = gens.prune(outcome.prefix, options.keep, options.proc)
+    return replace(outcome, removed=tuple(removed + gone), kept_in_use=tuple(kept), unread=unread)
 
 
 def rollback(options: FixOptions) -> FixOutcome:
@@ -206,16 +158,7 @@ def rollback(options: FixOptions) -> FixOutcome:
     directory it was, exchanged back into place)."""
     prefix = options.prefix.absolute()
     check_writable(prefix)
-    now = gens.current(prefix)
-    if now is None:  # never switched: left alone, said so
+    back = gens.roll_back(prefix)
+    if back is None:  # never switched: left alone, said so
         return FixOutcome(prefix, Plan(), notes=("never switched by envtool fix",))
-    back = _previous(now, prefix)
-    if back is None or _unfinished(back):
-        raise InputError(f"{prefix}: no generation before {now.path.name} is left")
-    if back.original:
-        gens.restore_original(prefix)
-        how = "exchange"
-    else:
-        how = gens.switch(prefix, back.path)
-    name = prefix.name if back.original else back.path.name
-    return FixOutcome(prefix, Plan(), applied=True, generation=name, switch=how)
+    return FixOutcome(prefix, Plan(), applied=True, generation=back[0], switch=back[1])

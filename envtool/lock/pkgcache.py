@@ -144,14 +144,10 @@ def entry(name: str, version: str, build: str) -> str:
     return f"{name}-{version}-{build}"
 
 
-def pack(shared: Path, entries: Sequence[str], lock: Path, out: Path) -> int:
-    """What ``--push`` sends each node: one tar of the lock (``conda-lock.yml``) and the
-    lock's packages in the filled cache (``pkgs/``, each folder with its ``.lock``), hard
-    links kept. Its size in bytes (the node reads no more than that)."""
-    with tarfile.open(out, "w") as tar:
-        tar.add(lock, "conda-lock.yml")
-        for name in entries:
-            for part in (name, f"{name}.lock"):
-                if (shared / part).exists():
-                    tar.add(shared / part, f"pkgs/{part}")
-    return out.stat().st_size
+def add_packages(tar: tarfile.TarFile, shared: Path, entries: Sequence[str]) -> None:
+    """What ``--push`` sends each node beside the lock: the lock's packages in the filled
+    cache (``pkgs/``, each folder with its ``.lock``), hard links kept."""
+    for name in entries:
+        for part in (name, f"{name}.lock"):
+            if (shared / part).exists():
+                tar.add(shared / part, f"pkgs/{part}")

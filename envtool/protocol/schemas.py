@@ -22,7 +22,7 @@ NCCL_TESTS = "envtool.nccl-tests/1"  # envtool nccl-tests --format json
 DOCTOR = "envtool.doctor/1"  # envtool doctor --format json
 EXPLAIN = "envtool.explain/1"  # envtool explain --format json
 COLLECT = "envtool.collect/1"  # envtool collect: DEST/JOBID/HOST/collect.json
-FIX_NODE = "envtool.fix-node/1"  # envtool fix --here: one node's plan and what it did
+FIX_NODE = _node.FIX_NODE  # envtool fix --here (or envtool_node.fixgen): one node's answer
 FIX = "envtool.fix/1"  # envtool fix --format json
 ALL = (NODE, FACTS, ALLREDUCE, EXPORT, DDP_SMOKE, PROBE, VERIFY, DIFF, CHECK, NCCL_TESTS, DOCTOR,
        EXPLAIN, COLLECT, FIX_NODE, FIX)  # fmt: skip

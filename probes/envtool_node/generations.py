@@ -13,6 +13,10 @@ they were installed at), and ``P`` a symbolic link to the one in use, switched i
 
 Which generations a running process holds is read from ``/proc/*/maps`` (and its exe and
 cwd): one in use is never removed. ``proc`` is a parameter, as every reader's source is.
+
+The standard library alone (Python 3.9): envtool's own fix (envtool/fix/) and a node that
+fixes its prefix with micromamba, mamba or conda (fixgen.py) switch generations by the same
+code, and so read each other's generations and markers.
 """
 
 from __future__ import annotations
@@ -22,16 +26,29 @@ import errno
 import os
 import re
 import shutil
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from envtool.errors import InstallError
+from .schema import INCOMPLETE_MARKER
+from .stamp import STAMP
 
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 _SUFFIX = ".envtool-gen-"
+PENDING = "conda-meta/envtool-fix-pending"  # in a generation from its start to its switch
+PREVIOUS = "conda-meta/envtool-previous"  # the generation P was before it (a rollback's target)
+
+
+class GenerationError(Exception):
+    """A generation could not be made, switched or removed (envtool: an InstallError)."""
+
+
+class Refused(GenerationError):
+    """Not done, as asked (envtool: an InputError): a prefix another user could redirect, no
+    generation to go back to."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,24 @@ class Generation:
     def original(self) -> bool:
         """Generation 0: the directory ``P`` was before its first fix (valid only at ``P``)."""
         return self.number == 0
+
+
+def check_writable(prefix: Path) -> None:
+    """``P`` and every folder above it are this user's or root's, and none can be written
+    by another user (but a sticky folder): else a fix could be redirected (Refused)."""
+    uid = os.geteuid()
+    path = prefix.absolute()
+    for folder in (path, *path.parents):
+        try:
+            st = folder.lstat()
+        except FileNotFoundError:
+            continue
+        if folder == path and stat.S_ISLNK(st.st_mode):
+            st = folder.parent.lstat()  # the link's own folder decides who can swap it
+        if st.st_uid not in (0, uid):
+            raise Refused(f"{prefix}: {folder} belongs to uid {st.st_uid}: not fixed")
+        if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+            raise Refused(f"{prefix}: {folder} can be written by every user: not fixed")
 
 
 def path_of(prefix: Path, number: int) -> Path:
@@ -77,10 +112,34 @@ def current(prefix: Path) -> Generation | None:
     for g in generations(prefix):
         if target == g.path.name:
             return g
-    raise InstallError(
+    raise GenerationError(
         f"{prefix}: a symbolic link to {target!r}, not to one of its generations "
         f"({prefix.name}{_SUFFIX}N): envtool does not switch a link it did not make"
     )
+
+
+def unfinished(g: Generation) -> bool:
+    """Half-made (the install marker), never switched to (the pending marker), or a new
+    generation an installer left without the stamp every finished one has."""
+    marked = (g.path / INCOMPLETE_MARKER).exists() or (g.path / PENDING).exists()
+    return marked or (not g.original and not (g.path / STAMP).exists())
+
+
+def stale(prefix: Path, now: Generation | None) -> list[Path]:
+    """Generations an interrupted run left (half-installed, or never switched to)."""
+    return [g.path for g in generations(prefix) if g != now and unfinished(g)]
+
+
+def previous(g: Generation | None, prefix: Path) -> Generation | None:
+    """The generation ``P`` was before ``g`` (as ``g`` records it), where it is still there."""
+    if g is None:
+        return None
+    try:
+        with open(g.path / PREVIOUS, encoding="utf-8") as fh:
+            name = fh.read(4096).strip()
+    except OSError:
+        return None
+    return next((o for o in generations(prefix) if o.path.name == name), None)
 
 
 def next_path(prefix: Path) -> Path:
@@ -121,14 +180,14 @@ def switch(prefix: Path, target: Path, gap: bool = False) -> str:
         return "rename"
     original = path_of(prefix, 0)
     if original.exists() or original.is_symlink():
-        raise InstallError(f"{original}: exists, and {prefix} is still a directory: remove it")
+        raise GenerationError(f"{original}: exists, and {prefix} is still a directory: remove it")
     os.symlink(target.name, original)
     try:
         exchange(prefix, original)  # P: the link; P.envtool-gen-0: the old directory
     except OSError as exc:
         original.unlink()
         if exc.errno not in (errno.EINVAL, errno.ENOSYS) or not gap:
-            raise InstallError(
+            raise GenerationError(
                 f"{prefix}: cannot exchange it with its new generation in one step "
                 f"(renameat2 RENAME_EXCHANGE: {exc.strerror}); nothing was switched. On this "
                 "filesystem --allow-gap renames it away first (between the two steps "
@@ -160,12 +219,15 @@ def _pids(proc: Path) -> Iterator[Path]:
             yield entry
 
 
-def holders(folder: Path, proc: Path = Path("/proc")) -> tuple[list[int], int]:
+def holders(folder: Path, proc: Path = Path("/proc"), skip: int = -1) -> tuple[list[int], int]:
     """The processes that map a file under ``folder`` or run or stand in it, and how many
-    processes could not be read (another user's, without the right to)."""
+    processes could not be read (another user's, without the right to); ``skip``: a pid not
+    counted (a fix run by the python of the generation it replaces)."""
     inside = str(folder.resolve()) + "/"
     held, unread = [], 0
     for entry in _pids(proc):
+        if entry.name == str(skip):
+            continue
         try:
             links = [os.readlink(entry / "exe"), os.readlink(entry / "cwd")]
             with open(entry / "maps", encoding="utf-8", errors="replace") as fh:
@@ -198,4 +260,44 @@ def remove(path: Path, settle: float = 0.3, limit: float = 10.0) -> None:
             return
         time.sleep(0.05)
     if path.exists():
-        raise InstallError(f"{path}: could not be removed")
+        raise GenerationError(f"{path}: could not be removed")
+
+
+def prune(
+    prefix: Path, keep: int, proc: Path = Path("/proc"), skip: int = -1
+) -> tuple[list[str], list[tuple[str, tuple[int, ...]]], int]:
+    """Older generations beyond ``keep`` removed, but one a process holds: (removed, kept in
+    use with their pids, how many processes could not be read). The one ``P`` was before is
+    kept first: what a rollback goes back to."""
+    now = current(prefix)
+    before = previous(now, prefix)
+    older = [g for g in reversed(generations(prefix)) if g not in (now, before)]
+    older = [before, *older] if before is not None else older
+    removed: list[str] = []
+    kept: list[tuple[str, tuple[int, ...]]] = []
+    unread = 0
+    for g in older[keep:]:
+        pids, unread_here = holders(g.path, proc, skip)
+        unread = max(unread, unread_here)
+        if pids:
+            kept.append((g.path.name, tuple(pids)))
+            continue
+        remove(g.path)
+        removed.append(g.path.name)
+    return removed, kept, unread
+
+
+def roll_back(prefix: Path) -> tuple[str, str] | None:
+    """``P`` switched back to the generation before the one in use (generation 0, the
+    directory it was, exchanged back into place): (the name ``P`` is now, how); None when
+    ``P`` was never switched."""
+    now = current(prefix)
+    if now is None:
+        return None
+    back = previous(now, prefix)
+    if back is None or unfinished(back):
+        raise Refused(f"{prefix}: no generation before {now.path.name} is left")
+    if back.original:
+        restore_original(prefix)
+        return prefix.name, "exchange"
+    return back.path.name, switch(prefix, back.path)

@@ -14,6 +14,7 @@ DDP_SMOKE = "envtool.ddp-smoke/1"  # envtool_node.ddp_smoke
 RENDEZVOUS = "envtool.rendezvous/1"  # envtool_node.reach: the rendezvous from this node
 LIMITS = "envtool.limits/1"  # envtool_node.limits: /dev/shm, ulimits, kernel, glibc
 NETWORK = "envtool.network/1"  # envtool_node.network: interfaces, InfiniBand
+FIX_NODE = "envtool.fix-node/1"  # a node's fix plan and what it did (envtool, or fixgen)
 
 # A part of the node document that could not be made is {"error": TEXT, "kind": KIND}.
 PART_ENV_MISSING = "env-missing"  # the prefix has no conda-meta/

@@ -41,6 +41,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, canary: int,
                 for n in names}  # fmt: skip
 
     monkeypatch.setattr(remote_fix, "run_all", run_all)
+    monkeypatch.setattr(fix.fix_payload, "write", lambda *args: 0)  # the nodes are stand-ins
     monkeypatch.setattr(fix, "_before", lambda args: VerifyDocument(None, 0.0, True, (), ()))
     monkeypatch.setattr(fix, "document", lambda verdict: VerifyDocument(None, 0.0, True, (), ()))
     monkeypatch.setattr(fix.verify_command, "decide", lambda args: None)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import VIRTUAL_CUDA, Project, require
 from fixtures import sshnodes
+from fixtures.fake_micromamba import make_fake_micromamba
 from fixtures.prefixes import add_dist_info
 from fixtures.runtime import LAB_ENV, SP, torch_version
 
@@ -142,7 +143,7 @@ def test_a_cache_pushed_over_ssh_fixes_the_nodes_and_nothing_is_left(lab: Lab) -
     n = filled[1]
     assert said.count(f"installed: {n} conda packages: {n} from the cache pushed") == 2, out
     for node in (1, 2, 3):  # nothing of the push left beside any prefix
-        assert not list((lab.root / f"node{node}").glob(".envtool-push.*")), node
+        assert not list((lab.root / f"node{node}").glob(".envtool-fix.*")), node
     code, out, err = lab.run("fix", "--rollback", "--yes")  # as it was, for the next test
     assert code == 0, out + err
 
@@ -155,3 +156,48 @@ def test_verify_says_which_lock_each_prefix_was_installed_from(lab: Lab) -> None
     said = " ".join(out.split())
     assert "installed from: this lock on node[1,3]; another lock (" in said, out
     assert ") on node2" in said
+
+
+def test_nodes_without_envtool_fix_with_micromamba_and_roll_back(lab: Lab) -> None:
+    """The nodes have no envtool, but micromamba on their PATH (the test double,
+    tests/fixtures/fake_micromamba.py: py-rattler installs the explicit list, each archive's
+    MD5 checked, as the real one does). The node package's fixgen plans as envtool would,
+    then makes the generation with micromamba, checks it and switches; verify then finds
+    nothing; --rollback, run the same way, puts each prefix back."""
+    mm = make_fake_micromamba(lab.root / "mm-bin").parent
+    path = f"{mm}:/usr/local/bin:/usr/bin:/bin"
+    before = [dict(node.env) for node in lab.cluster.nodes]
+    for node in lab.cluster.nodes:
+        sshnodes.set_env(node, {**node.env, "PATH": path,
+                                "CONDA_PKGS_DIRS": str(lab.root / "mm-pkgs")})  # fmt: skip
+    absent = ("--node-envtool", str(lab.root / "no-envtool-here"))
+    try:
+        code, out, err = lab.run("fix", *absent, "--format", "json")
+        assert code == 0, out + err
+        plans = {n["host"]: n["plan"]["changes"] for n in json.loads(out)["nodes"]}
+        assert plans["node1"] == []
+        assert [(c["action"], c["name"], c["after"]) for c in plans["node2"]] == [
+            ("replace", "nccl", "nccl=2.18.3.1=h12f7317_0")
+        ]
+        assert [(c["action"], c["manager"], c["before"]) for c in plans["node3"]] == [
+            ("remove", "pip", "torch==2.3.0")
+        ]
+        code, out, err = lab.run("fix", *absent, "--apply", "--yes")
+        assert code == 0, out + err
+        said = " ".join(out.split())
+        assert "fixed: 2 of 2 nodes now match the lock" in said, out
+        assert said.count("installed by micromamba from the lock's URLs") == 2, out
+        for n in (2, 3):  # a new generation (the earlier tests' are still beside it)
+            assert re.fullmatch(r"env\.envtool-gen-[1-9]\d*", os.readlink(lab.prefix(n)))
+        assert not lab.prefix(1).is_symlink()
+        code, out, err = lab.run("verify")
+        assert _errors(out) == {} and code == 0, out + err
+        assert _stamps(out) == {"node1": True, "node2": True, "node3": True}
+        code, out, err = lab.run("fix", *absent, "--rollback", "--yes")
+        assert code == 0, out + err
+        assert not any(lab.prefix(n).is_symlink() for n in (1, 2, 3))
+        for node in (1, 2, 3):  # nothing of the payload left beside any prefix
+            assert not list((lab.root / f"node{node}").glob(".envtool-fix.*")), node
+    finally:
+        for node, env in zip(lab.cluster.nodes, before, strict=True):
+            sshnodes.set_env(node, env)
