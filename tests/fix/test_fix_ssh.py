@@ -162,8 +162,9 @@ def test_nodes_without_envtool_fix_with_micromamba_and_roll_back(lab: Lab) -> No
     """The nodes have no envtool, but micromamba on their PATH (the test double,
     tests/fixtures/fake_micromamba.py: py-rattler installs the explicit list, each archive's
     MD5 checked, as the real one does). The node package's fixgen plans as envtool would,
-    then makes the generation with micromamba, checks it and switches; verify then finds
-    nothing; --rollback, run the same way, puts each prefix back."""
+    then makes the generation with micromamba, checks it and switches (a canary first, over
+    real ssh); verify then finds nothing; --rollback, run the same way, puts each prefix
+    back."""
     mm = make_fake_micromamba(lab.root / "mm-bin").parent
     path = f"{mm}:/usr/local/bin:/usr/bin:/bin"
     before = [dict(node.env) for node in lab.cluster.nodes]
@@ -182,7 +183,7 @@ def test_nodes_without_envtool_fix_with_micromamba_and_roll_back(lab: Lab) -> No
         assert [(c["action"], c["manager"], c["before"]) for c in plans["node3"]] == [
             ("remove", "pip", "torch==2.3.0")
         ]
-        code, out, err = lab.run("fix", *absent, "--apply", "--yes")
+        code, out, err = lab.run("fix", *absent, "--apply", "--yes", "--canary", "1")
         assert code == 0, out + err
         said = " ".join(out.split())
         assert "fixed: 2 of 2 nodes now match the lock" in said, out
