@@ -118,9 +118,9 @@ def test_torch_only_on_the_node_side() -> None:
 # The packages (and top-level modules) of envtool, each importing only those after it;
 # docs/architecture.md states the same order.
 ORDER = (
-    "cli", "commands", "doctor", "report", "image", "image_channels", "wheel_cache", "cluster",
-    "fix", "gather", "environments", "policy", "judge", "protocol", "lock", "joblog", "nccl",
-    "pip_entries", "models", "private", "proc", "yamlio", "errors", "envtool_node",
+    "cli", "commands", "doctor", "report", "history", "image", "image_channels", "wheel_cache",
+    "cluster", "fix", "gather", "environments", "policy", "judge", "protocol", "lock", "joblog",
+    "nccl", "pip_entries", "models", "private", "proc", "yamlio", "errors", "envtool_node",
 )  # fmt: skip
 
 

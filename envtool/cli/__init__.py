@@ -60,7 +60,7 @@ def verbosity_options() -> list[click.Parameter]:
 def _register() -> None:
     """Add every command to the group (their modules only declare; commands/ runs them),
     each with the verbosity options."""
-    from envtool.cli import check, fixing, job, machine, pin
+    from envtool.cli import check, fixing, history, job, machine, pin
 
     if not cli.commands:
         cli.params.extend(verbosity_options())
@@ -70,6 +70,7 @@ def _register() -> None:
             *check.COMMANDS,
             *fixing.COMMANDS,
             *job.COMMANDS,
+            *history.COMMANDS,
         ):
             command.params.extend(verbosity_options())
             cli.add_command(command)

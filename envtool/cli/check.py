@@ -157,11 +157,12 @@ def _verify_args(
     policy_path: Path | None = None,
 ) -> VerifyArgs:
     from envtool.commands.verify import VerifyArgs
+    from envtool.history.record import Recording
 
     return VerifyArgs(
         hosts_spec, lock_path, fan, platform, c.allreduce, c.allreduce_args, c.rdzv_endpoint,
         c.min_gpus, c.min_busbw, c.baseline, tolerance, fmt, output, c.junit_file,
-        policy_path=policy_path,
+        policy_path=policy_path, recording=Recording.of(c.history, c.record, c.metrics_file),
     )  # fmt: skip
 
 
@@ -236,11 +237,12 @@ def _quick(
     source = click.get_current_context().get_parameter_source
     default = click.core.ParameterSource.DEFAULT
     cluster_only = ("allreduce", "allreduce_args", "rdzv_endpoint", "min_busbw", "baseline",
-                    "junit_file")  # fmt: skip
+                    "junit_file", "history", "record", "metrics_file")  # fmt: skip
     asked = [f"--{n.replace('_', '-')}" for n in cluster_only if source(n) is not default]
     if asked:
         raise click.UsageError(
-            f"--quick runs no all-reduce and writes no JUnit: {', '.join(asked)}"
+            f"--quick runs no all-reduce, writes no JUnit and records no history (yet): "
+            f"{', '.join(asked)}"
         )
     policy = ClusterPolicy()
     if policy_file is not None:

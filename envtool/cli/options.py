@@ -161,6 +161,9 @@ class ClusterChecks:
     baseline: Path | None
     timeout: float
     junit_file: Path | None
+    history: Path | None = None
+    record: bool | None = None
+    metrics_file: Path | None = None
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> ClusterChecks:
@@ -220,5 +223,24 @@ def cluster_checks(allreduce: str, timeout: float) -> Callable[[F], F]:
             "junit_file",
             type=OutArg,
             help="Also write a JUnit report here (whatever --format is).",
+        ),
+        click.option(
+            "--history",
+            type=PathArg,
+            metavar="PATH",
+            help="Record the run in this history store (SQLite; default $ENVTOOL_HISTORY, else "
+            "$XDG_STATE_HOME/envtool/history.sqlite with --record).",
+        ),
+        click.option(
+            "--record/--no-record",
+            default=None,
+            help="Record the run in the history store (default: when --history or "
+            "$ENVTOOL_HISTORY names one).",
+        ),
+        click.option(
+            "--metrics-file",
+            type=OutArg,
+            metavar="FILE.prom",
+            help="Also write the run's metrics here (node_exporter's textfile collector).",
         ),
     )

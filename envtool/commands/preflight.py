@@ -17,7 +17,9 @@ def run(args: verify.VerifyArgs) -> int:
         raise InputError(
             "preflight runs inside a Slurm allocation (sbatch/salloc): SLURM_JOB_ID is not set"
         )
-    args = replace(args, hosts_spec=None, fanout=replace(args.fanout, transport="slurm"))
+    args = replace(
+        args, hosts_spec=None, fanout=replace(args.fanout, transport="slurm"), command="preflight"
+    )
     code = verify.run(args)
     if code != 0:
         console.notice(

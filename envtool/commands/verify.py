@@ -12,7 +12,7 @@ import shlex
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from envtool import environments, yamlio
@@ -21,6 +21,7 @@ from envtool.cluster import docker_run, hosts, pairs, rdzv, survey
 from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import check_ssh_options, host_has_nvidia_gpus
 from envtool.errors import InputError
+from envtool.history.record import Recording, remember
 from envtool.judge import gpu, unchecked, verdict
 from envtool.judge import pairs as judge_pairs
 from envtool.judge.cluster_policy import ClusterPolicy
@@ -30,7 +31,7 @@ from envtool.lock import lockfile, stamp
 from envtool.lock.prefixes import env_name
 from envtool.models import Environment
 from envtool.protocol.types import Answer, HostReport
-from envtool.report import console
+from envtool.report import console, history_text
 from envtool.report import verify as report
 
 
@@ -55,6 +56,8 @@ class VerifyArgs:
     show_all: bool = False  # the table lists every finding, not only the DDP-critical ones
     wide: bool = False  # the findings as one grid, not a block each
     policy_path: Path | None = None  # --policy FILE (envtool/policy.py)
+    recording: Recording = field(default_factory=lambda: Recording())
+    command: str = "verify"  # the command recorded in the history
 
 
 Baseline = tuple[float, tuple[tuple[str, float], ...]]  # the median node's, and each node's
@@ -223,6 +226,9 @@ def run(args: VerifyArgs) -> int:
     report.show(result, args.fmt, args.output, args.show_all, args.wide)
     if args.junit is not None:
         report.show(result, "junit", args.junit)
+    said = remember(args.recording, report.document(result), args.command)
+    if said:
+        history_text.not_recorded(said)
     return exit_code(result.findings)
 
 

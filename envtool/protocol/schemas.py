@@ -24,8 +24,10 @@ EXPLAIN = "envtool.explain/1"  # envtool explain --format json
 COLLECT = "envtool.collect/1"  # envtool collect: DEST/JOBID/HOST/collect.json
 FIX_NODE = _node.FIX_NODE  # envtool fix --here (or envtool_node.fixgen): one node's answer
 FIX = "envtool.fix/1"  # envtool fix --format json
+HISTORY = "envtool.history/1"  # envtool history --format json
+HISTORY_DIFF = "envtool.history-diff/1"  # envtool history diff --format json
 ALL = (NODE, FACTS, ALLREDUCE, EXPORT, DDP_SMOKE, PROBE, VERIFY, DIFF, CHECK, NCCL_TESTS, DOCTOR,
-       EXPLAIN, COLLECT, FIX_NODE, FIX)  # fmt: skip
+       EXPLAIN, COLLECT, FIX_NODE, FIX, HISTORY, HISTORY_DIFF)  # fmt: skip
 
 # Part failures inside a node document.
 PART_ENV_MISSING = _node.PART_ENV_MISSING

@@ -1,0 +1,236 @@
+"""The history store: one SQLite file (the standard library's ``sqlite3``) that every
+recorded verify run goes into, in one transaction: the run (when, the command, the lock's
+sha256, envtool's version, who, how long, its verdict), each host's presence with its facts
+digest, GPU model and all-reduce figure, and each host's findings (kind, severity, subject).
+
+Two runs at once (two Slurm prologs, cron beside an admin) never corrupt or lose a record:
+WAL journal, a busy timeout, and ``BEGIN IMMEDIATE`` so a writer waits for the other instead
+of failing halfway. A store, or its folder, that another user can write is refused (as the
+package cache is: what it says would become what envtool reports). A file that is not an
+envtool store (a foreign SQLite database, a corrupt file) and a store from a newer envtool
+(its ``user_version``) are refused with one line, and nothing in them is changed.
+
+Path: ``--history PATH``, else ``$ENVTOOL_HISTORY``, else
+``$XDG_STATE_HOME/envtool/history.sqlite`` (``~/.local/state/envtool/history.sqlite``)."""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from envtool import __version__
+from envtool.errors import InputError, ResourceError
+from envtool.private import why_unsafe
+from envtool.protocol.verify_report import HostEntry, VerifyDocument
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x656E7631  # "env1": this file is an envtool history store
+BUSY_MS = 30_000
+
+_TABLES = """
+CREATE TABLE run (
+  id INTEGER PRIMARY KEY, at REAL NOT NULL, command TEXT NOT NULL, lock_sha256 TEXT,
+  envtool TEXT NOT NULL, user TEXT NOT NULL, seconds REAL NOT NULL, ok INTEGER NOT NULL);
+CREATE TABLE host_run (
+  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, host TEXT NOT NULL,
+  ok INTEGER NOT NULL, digest TEXT NOT NULL, gpu_model TEXT NOT NULL, gpus INTEGER NOT NULL,
+  busbw REAL, PRIMARY KEY (run, host));
+CREATE TABLE finding (
+  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, host TEXT NOT NULL,
+  kind TEXT NOT NULL, severity TEXT NOT NULL, subject TEXT NOT NULL);
+CREATE INDEX finding_key ON finding (host, kind, subject, run);
+CREATE INDEX host_run_host ON host_run (host, run);
+CREATE INDEX run_at ON run (at);
+"""
+
+
+def default_path() -> Path:
+    """``$ENVTOOL_HISTORY``, else the user's state directory's ``envtool/history.sqlite``."""
+    if os.environ.get("ENVTOOL_HISTORY"):
+        return Path(os.environ["ENVTOOL_HISTORY"])
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "envtool" / "history.sqlite"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One recorded run."""
+
+    id: int
+    at: float
+    command: str
+    lock_sha256: str
+    envtool: str
+    user: str
+    seconds: float
+    ok: bool
+
+
+def _refuse_unsafe(path: Path) -> None:
+    for place in (path.parent, path):
+        why = why_unsafe(place)
+        if why:
+            raise InputError(f"history store {path}: {place} {why}: not used (fix its mode)")
+
+
+def _check(db: sqlite3.Connection, path: Path) -> None:
+    try:
+        app = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"history store {path}: not an SQLite database ({exc})") from None
+    if not tables and app == 0:
+        with db:
+            db.executescript(_TABLES)
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        return
+    if app != APPLICATION_ID:
+        raise InputError(f"history store {path}: an SQLite database, but not envtool's history")
+    if version > SCHEMA_VERSION:
+        raise InputError(
+            f"history store {path}: written by a newer envtool (schema {version}; this one "
+            f"reads {SCHEMA_VERSION}): upgrade envtool, or use another --history"
+        )
+
+
+@contextlib.contextmanager
+def opened(path: Path, create: bool = True) -> Iterator[sqlite3.Connection]:
+    """The store, checked (made when ``create`` and absent); closed after."""
+    if not create and not path.exists():
+        raise InputError(f"history store {path}: does not exist (record a run first)")
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _refuse_unsafe(path)
+    try:
+        db = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise InputError(f"history store {path}: cannot open it ({exc})") from None
+    try:
+        db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        _check(db, path)
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA foreign_keys = ON")
+        os.chmod(path, 0o600)
+        yield db
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"history store {path}: {exc}") from None
+    finally:
+        db.close()
+
+
+def digest(host: HostEntry) -> str:
+    """The facts a node answered, as one short hash (a change of any shows as a new one)."""
+    facts = asdict(host.facts) if host.facts is not None else None
+    text = json.dumps([facts, host.packages, host.stamp], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _gpu(host: HostEntry) -> tuple[str, int]:
+    facts = host.facts
+    if facts is None or not facts.devices:
+        return "", 0
+    return facts.devices[0], len(facts.devices)
+
+
+def record(db: sqlite3.Connection, doc: VerifyDocument, command: str, at: float) -> int:
+    """The run's id; one transaction (another writer waits up to the busy timeout)."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise ResourceError(f"history store: {exc}") from None
+    try:
+        cur = db.execute(
+            "INSERT INTO run (at, command, lock_sha256, envtool, user, seconds, ok) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (at, command, doc.lock_sha256 or "", __version__, _user(), doc.seconds, doc.ok),
+        )
+        run = int(cur.lastrowid or 0)
+        for host in doc.hosts:
+            model, count = _gpu(host)
+            busbw = host.allreduce.peak_busbw if host.allreduce is not None else None
+            db.execute("INSERT INTO host_run VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (run, host.host, host.ok, digest(host), model, count, busbw))  # fmt: skip
+        rows = [(run, h, f.kind, f.severity, f.subject) for f in doc.findings for h in f.hosts]
+        db.executemany("INSERT INTO finding VALUES (?, ?, ?, ?, ?)", rows)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return run
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def runs(db: sqlite3.Connection, since: float = 0.0) -> list[RunRow]:
+    """Every run at or after ``since``, oldest first."""
+    rows = db.execute("SELECT id, at, command, coalesce(lock_sha256, ''), envtool, user, "
+                      "seconds, ok FROM run WHERE at >= ? ORDER BY at, id", (since,))  # fmt: skip
+    return [RunRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows]
+
+
+def prune(db: sqlite3.Connection, before: float) -> int:
+    """Runs older than ``before`` removed (their hosts and findings with them); how many."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        gone = db.execute("DELETE FROM run WHERE at < ?", (before,)).rowcount
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return int(gone)
+
+
+Presence = list[tuple[str, int, float]]  # host, run, at: each host in each run it was in
+Seen = list[tuple[int, str, str, str, str]]  # run, host, kind, subject, severity
+
+
+def observations(
+    db: sqlite3.Connection, since: float = 0.0, host: str = "", kind: str = ""
+) -> tuple[Presence, Seen]:
+    """What ``timeline`` reads: each host's runs, and each finding each host had in them."""
+    where, args = "r.at >= ?", list[object]([since])
+    if host:
+        where, args = where + " AND h.host = ?", [*args, host]
+    present = db.execute(f"SELECT h.host, h.run, r.at FROM host_run h JOIN run r ON r.id = h.run "
+                         f"WHERE {where} ORDER BY r.at, r.id", args).fetchall()  # fmt: skip
+    fwhere = where.replace("h.host", "f.host") + (" AND f.kind = ?" if kind else "")
+    seen = db.execute(f"SELECT f.run, f.host, f.kind, f.subject, f.severity FROM finding f "
+                      f"JOIN run r ON r.id = f.run WHERE {fwhere}",
+                      [*args, kind] if kind else args).fetchall()  # fmt: skip
+    return present, seen
+
+
+def latest(
+    db: sqlite3.Connection, run: int = 0
+) -> tuple[RunRow, list[tuple[str, bool, float | None]], list[tuple[str, str, str, str]]]:
+    """A run (the latest when ``run`` is 0): its row, its hosts, its findings."""
+    rows = runs(db)
+    chosen = [r for r in rows if r.id == run] if run else rows[-1:]
+    if not chosen:
+        raise InputError(f"history: no run {run}" if run else "history: no run recorded yet")
+    row = chosen[0]
+    hosts = [(h, bool(ok), busbw) for h, ok, busbw in db.execute(
+        "SELECT host, ok, busbw FROM host_run WHERE run = ? ORDER BY host", (row.id,))]  # fmt: skip
+    found = [tuple(f) for f in db.execute(
+        "SELECT host, kind, severity, subject FROM finding WHERE run = ? ORDER BY host, kind",
+        (row.id,))]  # fmt: skip
+    return row, hosts, found
+
+
+def digests(db: sqlite3.Connection, run: int) -> dict[str, str]:
+    """Each host's facts digest in one run."""
+    return dict(db.execute("SELECT host, digest FROM host_run WHERE run = ?", (run,)).fetchall())

@@ -1,0 +1,94 @@
+"""The history's words: what a run could not record, and ``envtool history``'s timeline (one
+line per host and finding, hosts with the same story folded into one node set)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import datetime, timezone
+
+from envtool.history.store import RunRow
+from envtool.history.timeline import Life
+from envtool.protocol import schemas
+from envtool.report.text import visible
+from envtool.report.verify import nodeset
+
+
+def not_recorded(said: str) -> None:
+    """A warning on stderr: the run's verdict stands."""
+    print(f"envtool: {visible(said)}", file=sys.stderr)
+
+
+def _when(at: float | None) -> str:
+    if at is None:
+        return "-"
+    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _folded(lives: Sequence[Life]) -> list[tuple[str, Life]]:
+    groups: dict[tuple[object, ...], list[Life]] = {}
+    for life in lives:
+        key = (life.kind, life.subject, life.severity, life.first_seen, life.last_seen,
+               life.cleared_at, life.came_back)  # fmt: skip
+        groups.setdefault(key, []).append(life)
+    out = [(nodeset([lf.host for lf in group]), group[0]) for group in groups.values()]
+    return sorted(out, key=lambda pair: (pair[1].first_seen, pair[0], pair[1].kind))
+
+
+def timeline(lives: Sequence[Life], runs: Sequence[RunRow], fmt: str) -> None:
+    """Each finding's life: first seen, last seen, cleared at, how often it came back."""
+    if fmt == "json":
+        doc = {"schema": schemas.HISTORY, "runs": [asdict(r) for r in runs],
+               "findings": [asdict(life) for life in lives]}  # fmt: skip
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        return
+    span = f" (ids {runs[0].id}–{runs[-1].id}, {_when(runs[0].at)} to {_when(runs[-1].at)})"
+    print(f"history: {len(runs)} runs{span if runs else ''}; {len(lives)} findings on hosts")
+    rows = [("hosts", "finding", "first seen", "last seen", "cleared", "back")]
+    for hosts, life in _folded(lives):
+        what = f"{life.kind} {life.subject}".strip()
+        cleared = _when(life.cleared_at) if life.cleared_at is not None else "still there"
+        rows.append((hosts, f"{what} ({life.severity})", _when(life.first_seen),
+                     _when(life.last_seen), cleared, str(life.came_back)))  # fmt: skip
+    widths = [max(len(visible(r[i])) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(visible(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def pruned(path: object, gone: int, days: int) -> None:
+    """What ``history prune`` removed."""
+    print(f"history {path}: {gone} runs older than {days} days removed")
+
+
+Found = list[tuple[str, str, str, str]]  # host, kind, severity, subject
+
+
+Digests = tuple[dict[str, str], dict[str, str]]  # each host's facts digest, run A and run B
+
+
+def diff(a: int, b: int, hosts_a: list[str], hosts_b: list[str], found_a: Found,
+         found_b: Found, digests: Digests, fmt: str) -> None:  # fmt: skip
+    """Per host: findings new in run B, gone since run A, facts changed, hosts in one only."""
+    rows = []
+    for host in sorted(set(hosts_a) | set(hosts_b)):
+        if host not in hosts_b:
+            rows.append((host, "not in run B", ""))
+            continue
+        if host not in hosts_a:
+            rows.append((host, "not in run A", ""))
+        was = {(k, s, sev) for h, k, sev, s in found_a if h == host}
+        now = {(k, s, sev) for h, k, sev, s in found_b if h == host}
+        rows += [(host, "new", f"{k} {s} ({sev})".strip()) for k, s, sev in sorted(now - was)]
+        rows += [(host, "cleared", f"{k} {s} ({sev})".strip()) for k, s, sev in sorted(was - now)]
+        if host in hosts_a and digests[0].get(host) != digests[1].get(host):
+            rows.append((host, "facts changed", ""))
+    if fmt == "json":
+        doc = {"schema": schemas.HISTORY_DIFF, "a": a, "b": b,
+               "changes": [{"host": h, "change": c, "finding": f} for h, c, f in rows]}  # fmt: skip
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        return
+    print(f"history diff: run {a} → run {b}: {len(rows)} change{'' if len(rows) == 1 else 's'}")
+    for host, change, finding in rows:
+        print(visible(f"  {host}  {change}  {finding}".rstrip()))

@@ -1,0 +1,132 @@
+"""The metrics file, checked by the real ``promtool check metrics`` (Debian's prometheus),
+with host names and subjects that carry quotes, backslashes, braces and line feeds; the
+bound on finding series per host; and one end to end: a real ``prometheus-node-exporter``
+serves the textfile folder on loopback, a real ``prometheus`` scrapes it, and a PromQL query
+returns the finding (tests/../shared/RECIPES.md's recipe)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from conftest import require
+
+from envtool.errors import InputError
+from envtool.history import metrics
+from envtool.protocol.verify_report import AllReduceEntry, FindingEntry, HostEntry, VerifyDocument
+
+HOSTILE = 'node"3\\x{y}\nz'
+
+
+def _doc(findings: int = 1) -> VerifyDocument:
+    ar = AllReduceEntry("nccl", 8, 412.5, 0, None)
+    hosts = (HostEntry("node1", True, None, 1.0, (), 10, None, ar),
+             HostEntry(HOSTILE, True, None, 1.0, (), 10, None, None),
+             HostEntry("node4", False, "unreachable", 1.0, (), None, None, None))  # fmt: skip
+    found = tuple(FindingEntry("version-differs", "error", f'nccl "{i}"\n}}', "a", "b", "fix",
+                               (HOSTILE,)) for i in range(findings))  # fmt: skip
+    return VerifyDocument("conda-lock.yml", 3.5, False, hosts, found, lock_sha256="c" * 64)
+
+
+def _promtool(text: str) -> subprocess.CompletedProcess[str]:
+    tool = shutil.which("promtool")
+    require(tool is not None, "promtool is not installed (apt-get install prometheus)")
+    assert tool is not None
+    return subprocess.run([tool, "check", "metrics"], input=text, capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+
+
+def test_promtool_accepts_the_file_with_hostile_labels() -> None:
+    text = metrics.text(metrics.snapshot(_doc(), 1764720000.0))
+    ran = _promtool(text)
+    assert ran.returncode == 0 and ran.stdout + ran.stderr == "", ran.stdout + ran.stderr
+    assert 'host="node\\"3\\\\x{y}\\nz"' in text  # quote, backslash, line feed escaped
+    assert 'envtool_check_ok{host="node4",check="reachable"} 0' in text
+    assert 'envtool_check_ok{host="node1",check="lock"} 1' in text
+    assert (
+        'envtool_allreduce_busbw_bytes_per_second{host="node1",bytes="peak"} 412500000000' in text
+    )
+    assert 'envtool_lock_info{lock_sha256="' + "c" * 64 + '"} 1' in text
+
+
+def test_finding_series_are_bounded_per_host_and_the_count_keeps_them_all() -> None:
+    text = metrics.text(metrics.snapshot(_doc(findings=500), 0.0))
+    assert text.count("envtool_finding{") == metrics.MAX_FINDINGS
+    assert 'envtool_findings{host="node\\"3\\\\x{y}\\nz",severity="error"} 500' in text
+    assert _promtool(text).returncode == 0
+
+
+def test_the_file_is_a_prom_file_written_whole(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"reads only \*\.prom files"):
+        metrics.write(tmp_path / "envtool.txt", "x 1\n")
+    target = tmp_path / "envtool.prom"
+    metrics.write(target, metrics.text(metrics.snapshot(_doc(), 0.0)))
+    assert [p.name for p in tmp_path.iterdir()] == ["envtool.prom"]  # no temp file left
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def _running(argv: list[str], log: Path) -> Iterator[None]:
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_real_prometheus_scrapes_the_finding_from_node_exporter(tmp_path: Path) -> None:
+    exporter, prom = shutil.which("prometheus-node-exporter"), shutil.which("prometheus")
+    require(exporter is not None and prom is not None,
+            "prometheus and prometheus-node-exporter are not installed (apt-get install "
+            "prometheus prometheus-node-exporter)")  # fmt: skip
+    assert exporter is not None and prom is not None
+    folder = tmp_path / "textfile"
+    folder.mkdir()
+    metrics.write(folder / "envtool.prom", metrics.text(metrics.snapshot(_doc(), time.time())))
+    ne, pp = _port(), _port()
+    (tmp_path / "prom.yml").write_text(
+        "global: {scrape_interval: 1s}\nscrape_configs:\n  - job_name: node\n"
+        f'    static_configs: [{{targets: ["127.0.0.1:{ne}"]}}]\n'
+    )
+    with (
+        _running([exporter, f"--web.listen-address=127.0.0.1:{ne}", "--collector.disable-defaults",
+                  "--collector.textfile", f"--collector.textfile.directory={folder}"],
+                 tmp_path / "ne.log"),
+        _running([prom, f"--config.file={tmp_path / 'prom.yml'}",
+                  f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                  f"--web.listen-address=127.0.0.1:{pp}"], tmp_path / "prom.log"),
+    ):  # fmt: skip
+        query = f"http://127.0.0.1:{pp}/api/v1/query?query=envtool_finding"
+        found: list[dict[str, object]] = []
+        end = time.monotonic() + 60
+        while not found and time.monotonic() < end:
+            time.sleep(1)
+            try:
+                with urllib.request.urlopen(query, timeout=5) as answer:
+                    found = json.load(answer)["data"]["result"]
+            except OSError:
+                continue
+    assert found, (tmp_path / "prom.log").read_text()[-2000:]
+    labels = found[0]["metric"]
+    assert isinstance(labels, dict)
+    assert labels["host"] == HOSTILE and labels["kind"] == "version-differs"
+    assert labels["subject"] == 'nccl "0"\n}'
