@@ -21,7 +21,9 @@ from envtool.cluster import docker_run, hosts, pairs, rdzv, survey
 from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import check_ssh_options, host_has_nvidia_gpus
 from envtool.errors import InputError
+from envtool.history import store
 from envtool.history.record import Recording, remember
+from envtool.judge import baseline as fleet_baseline
 from envtool.judge import gpu, unchecked, verdict
 from envtool.judge import pairs as judge_pairs
 from envtool.judge.cluster_policy import ClusterPolicy
@@ -173,7 +175,7 @@ def plan(args: VerifyArgs) -> Plan:
     policy = verdict.Policy(
         gpu.GpuPolicy(args.min_gpus, gpu.locked_cuda(lock), args.min_busbw, baseline,
                       args.tolerance, per_node),
-        args.allreduce, cluster, container,
+        args.allreduce, cluster, container, fleet(args),
     )  # fmt: skip
     at = rdzv.endpoint(host_list, args.rdzv_endpoint, os.environ)  # checked from every node
     check = rdzv.args(host_list, at, args.fanout)
@@ -226,10 +228,28 @@ def run(args: VerifyArgs) -> int:
     report.show(result, args.fmt, args.output, args.show_all, args.wide)
     if args.junit is not None:
         report.show(result, "junit", args.junit)
-    said = remember(args.recording, report.document(result), args.command)
+    said = remember(args.recording, report.document(result), args.command, measured(args))
     if said:
         history_text.not_recorded(said)
     return exit_code(result.findings)
+
+
+def measured(args: VerifyArgs) -> str:
+    """How the run measured its all-reduce (a baseline compares only runs measured alike)."""
+    return f"{args.allreduce} {args.allreduce_args}" if args.allreduce != "off" else ""
+
+
+def fleet(args: VerifyArgs) -> fleet_baseline.Fleet | None:
+    """With a history store and an all-reduce, each GPU model's figures in its last good runs
+    measured alike (read before any node is asked; none yet: an empty fleet, said)."""
+    path = args.recording.history
+    if path is None or args.allreduce == "off":
+        return None
+    if not path.exists():
+        return {}
+    with store.opened(path, create=False) as db:
+        found = store.baselines(db, measured(args))
+    return {k: fleet_baseline.FleetBaseline(f, r) for k, (f, r) in found.items()}
 
 
 def decide(args: VerifyArgs) -> verdict.Verdict:
@@ -245,9 +265,11 @@ def decide(args: VerifyArgs) -> verdict.Verdict:
         links = judge_pairs.ceilings(reports)  # what each node's own links can carry
         run = pairs.run(args.allreduce, answered, p.how, p.policy.gpu, links)
     findings = verdict.decide(reports, p.lock, p.policy, run)
+    short = fleet_baseline.unjudged(reports, p.policy.fleet) if p.policy.fleet is not None else []
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
-        run, (*p.unchecked, *unchecked.missing_parts(reports), *unchecked.unread(reports)),
+        run, (*p.unchecked, *unchecked.missing_parts(reports), *unchecked.unread(reports),
+              *short),
         p.fan.docker_run_args if p.fan.docker_run else (),
         stamp.lock_hash(args.lock_path) if args.lock_path is not None else "",
     )  # fmt: skip

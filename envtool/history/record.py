@@ -30,13 +30,13 @@ class Recording:
         return cls((history or store.default_path()) if wanted else None, metrics)
 
 
-def remember(recording: Recording, doc: VerifyDocument, command: str) -> str:
+def remember(recording: Recording, doc: VerifyDocument, command: str, allreduce: str = "") -> str:
     """What could not be recorded, its parts joined by "; " (empty when everything was)."""
     at, said = time.time(), []
     if recording.history is not None:
         try:
             with store.opened(recording.history) as db:
-                store.record(db, doc, command, at)
+                store.record(db, doc, command, at, allreduce)
         except (EnvtoolError, sqlite3.Error, OSError) as exc:
             said.append(f"history not recorded: {exc}")
     if recording.metrics_file is not None:

@@ -37,7 +37,8 @@ BUSY_MS = 30_000
 _TABLES = """
 CREATE TABLE run (
   id INTEGER PRIMARY KEY, at REAL NOT NULL, command TEXT NOT NULL, lock_sha256 TEXT,
-  envtool TEXT NOT NULL, user TEXT NOT NULL, seconds REAL NOT NULL, ok INTEGER NOT NULL);
+  envtool TEXT NOT NULL, user TEXT NOT NULL, seconds REAL NOT NULL, ok INTEGER NOT NULL,
+  allreduce TEXT NOT NULL DEFAULT '');
 CREATE TABLE host_run (
   run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, host TEXT NOT NULL,
   ok INTEGER NOT NULL, digest TEXT NOT NULL, gpu_model TEXT NOT NULL, gpus INTEGER NOT NULL,
@@ -134,6 +135,11 @@ def digest(host: HostEntry) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def model_key(name: str, count: int) -> str:
+    """What a baseline is kept per: the GPU model and how many a node has."""
+    return f"{name} x{count}"
+
+
 def _gpu(host: HostEntry) -> tuple[str, int]:
     facts = host.facts
     if facts is None or not facts.devices:
@@ -141,18 +147,21 @@ def _gpu(host: HostEntry) -> tuple[str, int]:
     return facts.devices[0], len(facts.devices)
 
 
-def record(db: sqlite3.Connection, doc: VerifyDocument, command: str, at: float) -> int:
-    """The run's id; one transaction (another writer waits up to the busy timeout)."""
+def record(
+    db: sqlite3.Connection, doc: VerifyDocument, command: str, at: float, allreduce: str = ""
+) -> int:
+    """The run's id; one transaction (another writer waits up to the busy timeout).
+    ``allreduce``: the run's mode and sizes (``node -b 8 -e 32M ...``): a baseline is taken
+    only from runs that measured the same way."""
     try:
         db.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
         raise ResourceError(f"history store: {exc}") from None
     try:
-        cur = db.execute(
-            "INSERT INTO run (at, command, lock_sha256, envtool, user, seconds, ok) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (at, command, doc.lock_sha256 or "", __version__, _user(), doc.seconds, doc.ok),
-        )
+        row = (at, command, doc.lock_sha256 or "", __version__, _user(), doc.seconds, doc.ok,
+               allreduce)  # fmt: skip
+        cur = db.execute("INSERT INTO run (at, command, lock_sha256, envtool, user, seconds, ok, "
+                         "allreduce) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)  # fmt: skip
         run = int(cur.lastrowid or 0)
         for host in doc.hosts:
             model, count = _gpu(host)
@@ -234,3 +243,25 @@ def latest(
 def digests(db: sqlite3.Connection, run: int) -> dict[str, str]:
     """Each host's facts digest in one run."""
     return dict(db.execute("SELECT host, digest FROM host_run WHERE run = ?", (run,)).fetchall())
+
+
+def baselines(
+    db: sqlite3.Connection, allreduce: str, last: int = 10
+) -> dict[str, tuple[tuple[float, ...], tuple[int, ...]]]:
+    """Per GPU model and count (``model_key``): the busbw figures of its hosts in the last
+    ``last`` runs that measured as ``allreduce`` does, from hosts that answered with no error
+    finding in that run (a good run of that host), and those runs' ids."""
+    rows = db.execute(
+        "SELECT h.gpu_model, h.gpus, h.busbw, h.run FROM host_run h WHERE h.busbw IS NOT NULL "
+        "AND h.ok = 1 AND h.gpu_model != '' AND h.run IN (SELECT id FROM run WHERE allreduce = ? "
+        "ORDER BY at DESC, id DESC LIMIT ?) AND NOT EXISTS (SELECT 1 FROM finding f WHERE "
+        "f.run = h.run AND f.host = h.host AND f.severity = 'error') ORDER BY h.run",
+        (allreduce, last),
+    ).fetchall()
+    out: dict[str, tuple[list[float], list[int]]] = {}
+    for model, count, busbw, run in rows:
+        figures, runs = out.setdefault(model_key(model, count), ([], []))
+        figures.append(float(busbw))
+        if run not in runs:
+            runs.append(int(run))
+    return {k: (tuple(f), tuple(r)) for k, (f, r) in out.items()}

@@ -69,6 +69,7 @@ class Kind(str, Enum):
     BUSBW_LOW = "busbw-low"
     SLOW_NODE = "slow-node"
     SLOW_LINK = "slow-link"
+    ALLREDUCE_BELOW_BASELINE = "allreduce-below-baseline"
     UNREACHABLE = "unreachable"
     PROBE_FAILED = "probe-failed"
     ENV_MISSING = "env-missing"

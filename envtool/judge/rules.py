@@ -152,6 +152,16 @@ RULES: dict[Kind, Rule] = {
         "check the path between those two nodes: cables, switch ports, routes",
         "check the cables, switch ports and routes between them",
     ),
+    Kind.ALLREDUCE_BELOW_BASELINE: Rule(
+        Check.ALLREDUCE, Severity.WARNING, None,
+        "the node's all-reduce busbw is more than `--tolerance` below the median its GPU model "
+        "(and count) reached in the fleet's last good runs measured the same way (the history "
+        "store: `--history`); the finding names the median, the spread and the runs",
+        "compare that node with its model's peers: its NVLink/PCIe links, NIC, clocks and "
+        "NCCL_* variables",
+        "compare the node with its model's peers: links (`nvidia-smi topo -m`), NIC, clocks, "
+        "`NCCL_*` variables",
+    ),
     Kind.UNREACHABLE: Rule(
         Check.REACHABLE, Severity.ERROR, None,
         "ssh failed, timed out, or the node could not run the bundle (no temp dir, a refused "

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field, replace
 
 from envtool.judge import (
+    baseline,
     consensus,
     consistency,
     critical,
@@ -63,6 +64,8 @@ class Policy:
     cluster: ClusterPolicy = field(default_factory=ClusterPolicy)
     # --transport docker: the container runtime that set /dev/shm and the ulimits
     container: limits.Runtime = field(default_factory=limits.Runtime)
+    # the history store's figures per GPU model (judge/baseline.py); None: no history asked
+    fleet: baseline.Fleet | None = None
 
 
 HOST = "<host>"  # a host's own name in its messages: findings then fold across hosts
@@ -275,6 +278,8 @@ def decide(
     for r in reports:
         found += runtime.check(r, lock)
     found += gpu.check(reports, policy.gpu, machines)
+    if policy.fleet is not None:
+        found += baseline.check(reports, policy.fleet, policy.gpu.tolerance, found)
     found += gpu_health.check(reports, policy.cluster.gpus, policy.gpu.min_gpus, machines)
     found += limits.check(reports, policy.cluster.limits, machines, policy.container)
     found += _no_cluster_result(reports, policy.allreduce)

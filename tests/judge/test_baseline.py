@@ -1,0 +1,97 @@
+"""Each node's all-reduce against its GPU model's median in the fleet's own history
+(judge/baseline.py), and the store's side of it (history/store.py ``baselines``): a node
+slowed below its model's median is ``allreduce-below-baseline`` while its healthy peers are
+not; another model is held to its own peers, not to the fastest; too little history is said,
+not judged; a node's bad runs and runs measured differently are no part of a baseline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from envtool.history import store
+from envtool.judge import baseline
+from envtool.judge.findings import Finding
+from envtool.judge.kinds import Kind, Severity
+from envtool.nccl.model import NcclResult, NcclRow
+from envtool.protocol.types import AllReduceResult, Device, HostReport, NodeFacts
+from envtool.protocol.verify_report import AllReduceEntry, FindingEntry, HostEntry, VerifyDocument
+from envtool.report.verify import document
+
+H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
+
+
+def _report(host: str, model: str, busbw: float, gpus: int = 8) -> HostReport:
+    part = NcclResult(1000.0, busbw * 0.57, busbw, 0)
+    row = NcclRow(256 * 2**20, 64 * 2**20, "float", "sum", -1, part, part)
+    facts = NodeFacts(host, "3.9.18", devices=tuple(Device(i, model) for i in range(gpus)))
+    return HostReport(host, facts=facts, allreduce=AllReduceResult("nccl", gpus, rows=(row,)))
+
+
+FLEET = {
+    f"{H100} x8": baseline.FleetBaseline((380.0, 381.0, 379.0, 383.0, 377.0, 380.0), (1, 2, 3)),
+    f"{A100} x8": baseline.FleetBaseline((225.0, 224.0, 226.0, 223.0, 227.0), (1, 2, 3)),
+}
+
+
+def test_the_slow_node_of_its_model_and_not_its_peers_or_another_model() -> None:
+    reports = [_report("gpu1", H100, 381.0), _report("gpu2", H100, 290.0),
+               _report("gpu3", A100, 224.0)]  # fmt: skip
+    [found] = baseline.check(reports, FLEET, 0.10, [])
+    assert (found.kind, found.severity, found.hosts) == (
+        Kind.ALLREDUCE_BELOW_BASELINE, Severity.WARNING, ("gpu2",))  # fmt: skip
+    assert found.actual == "290.00 GB/s"
+    assert "fleet median 380.00 GB/s - 10%" in found.expected and "runs 1-3" in found.expected
+    assert "377.00-383.00" in found.expected  # the spread it was taken from
+
+
+def test_too_little_history_is_said_not_judged() -> None:
+    thin = {f"{H100} x8": baseline.FleetBaseline((380.0, 381.0), (1,))}
+    reports = [_report("gpu1", H100, 100.0), _report("gpu9", H100, 380.0, gpus=4)]
+    assert baseline.check(reports, thin, 0.10, []) == []
+    assert baseline.unjudged(reports, thin) == [
+        f"the all-reduce against the fleet's history: 0 figures of {H100} x4 in it (5 needed)",
+        f"the all-reduce against the fleet's history: 2 figures of {H100} x8 in it (5 needed)",
+    ]
+
+
+def test_a_node_already_below_min_busbw_gets_one_finding() -> None:
+    low = Finding(Kind.BUSBW_LOW, Severity.ERROR, "busbw", ">= 350", "290", ("gpu2",))
+    assert baseline.check([_report("gpu2", H100, 290.0)], FLEET, 0.10, [low]) == []
+
+
+def _host(name: str, busbw: float, model: str = H100) -> HostEntry:
+    from envtool.protocol.verify_report import FactsEntry
+
+    facts = FactsEntry(name, "3.9.18", "2.1.0", "11.8", True, 8, (model,) * 8, "535.104.05",
+                       None, "2.18.3", (), ())  # fmt: skip
+    return HostEntry(name, True, None, 1.0, (), 300, facts, AllReduceEntry("nccl", 8, busbw, 0,
+                                                                         None))  # fmt: skip
+
+
+def test_the_store_keeps_good_runs_measured_alike(tmp_path: Path) -> None:
+    bad = FindingEntry("version-differs", "error", "nccl", "a", "b", "fix", ("gpu2",))
+    with store.opened(tmp_path / "h.sqlite") as db:
+        for night in range(12):
+            doc = VerifyDocument(None, 1.0, False, (_host("gpu1", 380.0 + night % 3),
+                                                    _host("gpu2", 100.0)), (bad,))  # fmt: skip
+            store.record(db, doc, "verify", float(night), "node -b 8 -e 32M")
+        other = VerifyDocument(None, 1.0, True, (_host("gpu1", 999.0),), ())
+        store.record(db, other, "verify", 99.0, "node -b 8 -e 8M")  # measured otherwise
+        found = store.baselines(db, "node -b 8 -e 32M", last=10)
+    figures, runs = found[f"{H100} x8"]
+    assert len(figures) == 10 and set(figures) == {380.0, 381.0, 382.0}  # gpu2: an error
+    assert runs == tuple(range(3, 13))  # the last ten runs measured alike
+
+
+def test_a_report_keeps_the_model_names_the_store_keys_by() -> None:
+    doc = document_of([_report("gpu1", H100, 381.0)])
+    assert doc.hosts[0].facts is not None
+    assert store.model_key(doc.hosts[0].facts.devices[0], 8) == baseline.key_of(
+        _report("gpu1", H100, 381.0)
+    )
+
+
+def document_of(reports: list[HostReport]) -> VerifyDocument:
+    from envtool.judge.verdict import Verdict
+
+    return document(Verdict(tuple(reports), (), "", 1.0))
