@@ -43,7 +43,7 @@ doctor: $(STAMP)
 # the suite waits on daemons and networks more than on the CPU. TEST_WORKERS=0: one process.
 TEST_WORKERS ?= 2
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+	$(BIN)/python -m pytest --durations=12 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check envtool probes tests bench examples

@@ -86,7 +86,9 @@ def _stamps(out: str) -> dict[str, bool]:
     return {h["host"]: h["stamp"] == doc["lock_sha256"] for h in doc["hosts"]}
 
 
-def test_verify_fix_verify(lab: Lab) -> None:
+def test_verify_fix_verify(lab: Lab, monkeypatch: pytest.MonkeyPatch) -> None:
+    # every verify of this lab's nights is recorded (a store named): its history is read last
+    monkeypatch.setenv("ENVTOOL_HISTORY", str(lab.root / "history.sqlite"))
     code, out, err = lab.run("verify")
     assert code == 1 and set(_errors(out)) == {"node2", "node3"}, out + err
     assert _stamps(out) == {"node1": True, "node2": False, "node3": True}  # node2: old.yml
@@ -126,6 +128,21 @@ def test_verify_fix_verify(lab: Lab) -> None:
     assert not any(lab.prefix(n).is_symlink() for n in (1, 2, 3))
     code, out, _ = lab.run("verify")
     assert set(_errors(out)) == {"node2", "node3"}  # as they were
+
+    # the three verify runs as a history: node2's older nccl and node3's pip torch first
+    # seen in run 1, cleared at run 2 (the fix), back in run 3 (the rollback)
+    code, out, err = lab.project.run("history", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    at = [r["at"] for r in doc["runs"]]
+    assert len(at) == 3, doc["runs"]
+    lives = [f for f in doc["findings"] if f["severity"] == "error"]
+    assert {f["host"] for f in lives} == {"node2", "node3"}, lives
+    for f in lives:
+        assert (f["first_seen"], f["cleared_at"], f["last_seen"], f["came_back"]) == (
+            at[0], None, at[2], 1), f  # fmt: skip
+    [nccl] = [f for f in lives if f["host"] == "node2" and f["subject"] == "nccl"]
+    assert nccl["kind"] == "version-differs" and nccl["runs"] == 2
 
 
 def test_a_cache_pushed_over_ssh_fixes_the_nodes_and_nothing_is_left(lab: Lab) -> None:
