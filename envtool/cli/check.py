@@ -231,18 +231,18 @@ def _quick(
     health: bool,
 ) -> int:
     from envtool.commands import preflight_quick as command
+    from envtool.history.record import Recording
     from envtool.judge.cluster_policy import ClusterPolicy
     from envtool.judge.quick import GpuScope
 
     source = click.get_current_context().get_parameter_source
     default = click.core.ParameterSource.DEFAULT
     cluster_only = ("allreduce", "allreduce_args", "rdzv_endpoint", "min_busbw", "baseline",
-                    "junit_file", "history", "record", "metrics_file")  # fmt: skip
+                    "junit_file")  # fmt: skip
     asked = [f"--{n.replace('_', '-')}" for n in cluster_only if source(n) is not default]
     if asked:
         raise click.UsageError(
-            f"--quick runs no all-reduce, writes no JUnit and records no history (yet): "
-            f"{', '.join(asked)}"
+            f"--quick runs no all-reduce and writes no JUnit: {', '.join(asked)}"
         )
     policy = ClusterPolicy()
     if policy_file is not None:
@@ -252,9 +252,9 @@ def _quick(
     if job_gpus and health:
         raise click.UsageError("--job-gpus (a job's Prolog) or --health (no job), not both")
     prefix, scope = Path(c.prefix) if c.prefix else None, GpuScope(job_gpus, not health)
-    return command.run(
-        command.QuickArgs(lock_path, prefix, platform, c.min_gpus, policy, drain_reason, scope)
-    )
+    recording = Recording.of(c.history, c.record, c.metrics_file)
+    return command.run(command.QuickArgs(lock_path, prefix, platform, c.min_gpus, policy,
+                                         drain_reason, scope, recording))  # fmt: skip
 
 
 @click.command()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envtool.cluster import here
+from envtool.history.record import Recording, remember
 from envtool.judge import gpu, quick, verdict
 from envtool.judge.cluster_policy import ClusterPolicy
 from envtool.judge.findings import exit_code
@@ -39,6 +40,7 @@ class QuickArgs:
     policy: ClusterPolicy = field(default_factory=ClusterPolicy)
     drain_reason: bool = False
     scope: quick.GpuScope = field(default_factory=quick.GpuScope)
+    recording: Recording = field(default_factory=Recording)  # --history, --metrics-file
 
 
 def _prefix(args: QuickArgs, sources: tuple[str, ...]) -> Path | None:
@@ -112,13 +114,18 @@ def left_out(coverage: quick.Coverage) -> tuple[str, ...]:
 
 def run(args: QuickArgs) -> int:
     """1 when any finding is an error: the node should not take the job."""
+    from envtool.report import verify as report
+
     result = decide(args)
     if args.drain_reason:
         from envtool.report import drain
 
         drain.show(result.findings, result.unchecked[len(UNCHECKED) :])  # the scope's left-out
     else:
-        from envtool.report import verify as report
-
         report.show(result, "table", None)
+    said = remember(args.recording, report.document(result), "preflight --quick")
+    if said:
+        from envtool.report import history_text
+
+        history_text.not_recorded(said)
     return exit_code(result.findings)

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from conftest import REPO, run_main
 from fixtures.lock_records import real_prefix
 from fixtures.nvidia_smi import Faults, install
+
+from envtool.cli import main
 
 POISONED = ("torch", "rattler", "docker", "matplotlib")
 LOUD = 97
@@ -221,3 +223,24 @@ def test_the_install_stamp_is_said_never_trusted(node: Node) -> None:
         assert code == 0 and f"installed from: another lock ({'0' * 12}) on" in _flat(out), out
     finally:
         path.unlink()
+
+
+def test_a_prologs_runs_are_recorded_and_read_back_as_history(node: Node) -> None:
+    """Three prologs on this node (the H100 idle, then under another job's load, then idle
+    again), each recorded and its metrics written, as a prolog with --drain-reason runs."""
+    store, prom = node.root / "prolog-history.sqlite", node.root / "tf" / "envtool.prom"
+    record = ("--history", str(store), "--metrics-file", str(prom), "--drain-reason")
+    for state in ("idle", "load", "idle"):
+        code, out, err = node.quick(node.smi(state), *record)
+        assert "not recorded" not in err and "not written" not in err, err
+        if state == "load":
+            assert 'kind="gpu-busy"' in prom.read_text()
+    assert 'kind="gpu-busy"' not in prom.read_text()
+    code, out, err = run_main(main, node.root, [], ("history", "--history", str(store),
+                                                    "--format", "json"))  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [r["command"] for r in doc["runs"]] == ["preflight --quick"] * 3
+    [busy] = [f for f in doc["findings"] if f["kind"] == "gpu-busy"]
+    at = [r["at"] for r in doc["runs"]]
+    assert (busy["first_seen"], busy["cleared_at"], busy["runs"]) == (at[1], at[2], 1)
