@@ -48,7 +48,8 @@ def run(args: HistoryArgs) -> int:
         start = since(args.since, time.time())
         present, seen = store.observations(db, start, args.host, args.kind)
         rows = store.runs(db, start)
-    history_text.timeline(timeline.lives(present, seen), rows, args.fmt)
+        good = store.last_good(db, args.host)
+    history_text.timeline(timeline.lives(present, seen), rows, args.fmt, good, args.host)
     return EXIT_OK
 
 

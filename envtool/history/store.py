@@ -265,3 +265,12 @@ def baselines(
         if run not in runs:
             runs.append(int(run))
     return {k: (tuple(f), tuple(r)) for k, (f, r) in out.items()}
+
+
+def last_good(db: sqlite3.Connection, host: str = "") -> dict[str, int]:
+    """Each host's last run in which it answered with no error finding (``host``: only it)."""
+    rows = db.execute(
+        "SELECT h.host, max(h.run) FROM host_run h WHERE h.ok = 1 AND (? = '' OR h.host = ?) "
+        "AND NOT EXISTS (SELECT 1 FROM finding f WHERE f.run = h.run AND f.host = h.host AND "
+        "f.severity = 'error') GROUP BY h.host", (host, host)).fetchall()  # fmt: skip
+    return {str(h): int(r) for h, r in rows}

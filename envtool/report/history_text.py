@@ -37,11 +37,14 @@ def _folded(lives: Sequence[Life]) -> list[tuple[str, Life]]:
     return sorted(out, key=lambda pair: (pair[1].first_seen, pair[0], pair[1].kind))
 
 
-def timeline(lives: Sequence[Life], runs: Sequence[RunRow], fmt: str) -> None:
-    """Each finding's life: first seen, last seen, cleared at, how often it came back."""
+def timeline(lives: Sequence[Life], runs: Sequence[RunRow], fmt: str,
+             last_good: dict[str, int] | None = None, host: str = "") -> None:  # fmt: skip
+    """Each finding's life: first seen, last seen, cleared at, how often it came back; with
+    ``host``, that host's last good run."""
+    good = last_good or {}
     if fmt == "json":
         doc = {"schema": schemas.HISTORY, "runs": [asdict(r) for r in runs],
-               "findings": [asdict(life) for life in lives]}  # fmt: skip
+               "findings": [asdict(life) for life in lives], "last_good": good}  # fmt: skip
         sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
         return
     span = f" (ids {runs[0].id}–{runs[-1].id}, {_when(runs[0].at)} to {_when(runs[-1].at)})"
@@ -55,6 +58,11 @@ def timeline(lives: Sequence[Life], runs: Sequence[RunRow], fmt: str) -> None:
     widths = [max(len(visible(r[i])) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(visible(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    if host:
+        at = {r.id: r.at for r in runs}
+        run = good.get(host)
+        said = f"run {run} ({_when(at.get(run))})" if run is not None else "none recorded"
+        print(visible(f"last good run of {host}: {said}"))
 
 
 def pruned(path: object, gone: int, days: int) -> None:

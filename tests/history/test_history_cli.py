@@ -45,6 +45,9 @@ def test_two_nights_then_the_timeline_the_diff_and_the_metrics(
     [life] = [f for f in doc["findings"] if f["kind"] == "env-missing"]
     night1, night2 = (r["at"] for r in doc["runs"])
     assert (life["host"], life["first_seen"], life["cleared_at"]) == ("localhost", night1, night2)
+    assert doc["last_good"] == {}  # an error each night (night 2: a prefix without torch)
+    code, out, _ = run_main(main, tmp_path, [], ("history", "--host", "localhost"))
+    assert "last good run of localhost: none recorded" in out, out
     code, out, _ = run_main(main, tmp_path, [], ("history",))
     said = " ".join(out.split())
     assert code == 0 and "history: 2 runs (ids 1–2," in said and "env-missing" in said, out

@@ -45,6 +45,8 @@ def test_a_findings_life_first_seen_cleared_and_back(tmp_path: Path) -> None:
         for at, (hosts, found) in enumerate(nights, start=1):
             store.record(db, _doc(hosts, found), "verify", float(at * 86400))
         present, seen = store.observations(db)
+        good = store.last_good(db)
+    assert good == {"node1": 4, "node2": 3}  # node3 had its error every night it answered
     lives = {life.host: life for life in timeline.lives(present, seen)}
     assert set(lives) == {"node2", "node3"}
     two, three = lives["node2"], lives["node3"]
