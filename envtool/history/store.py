@@ -27,6 +27,7 @@ from pathlib import Path
 
 from envtool import __version__
 from envtool.errors import InputError, ResourceError
+from envtool.judge.baseline import model_key
 from envtool.private import why_unsafe
 from envtool.protocol.verify_report import HostEntry, VerifyDocument
 
@@ -133,11 +134,6 @@ def digest(host: HostEntry) -> str:
     facts = asdict(host.facts) if host.facts is not None else None
     text = json.dumps([facts, host.packages, host.stamp], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def model_key(name: str, count: int) -> str:
-    """What a baseline is kept per: the GPU model and how many a node has."""
-    return f"{name} x{count}"
 
 
 def _gpu(host: HostEntry) -> tuple[str, int]:
@@ -253,7 +249,7 @@ def baselines(
     finding in that run (a good run of that host), and those runs' ids."""
     rows = db.execute(
         "SELECT h.gpu_model, h.gpus, h.busbw, h.run FROM host_run h WHERE h.busbw IS NOT NULL "
-        "AND h.ok = 1 AND h.gpu_model != '' AND h.run IN (SELECT id FROM run WHERE allreduce = ? "
+        "AND h.ok = 1 AND h.run IN (SELECT id FROM run WHERE allreduce = ? "
         "ORDER BY at DESC, id DESC LIMIT ?) AND NOT EXISTS (SELECT 1 FROM finding f WHERE "
         "f.run = h.run AND f.host = h.host AND f.severity = 'error') ORDER BY h.run",
         (allreduce, last),

@@ -32,12 +32,21 @@ class FleetBaseline:
 Fleet = Mapping[str, FleetBaseline]  # by model_key: "NVIDIA H100 80GB HBM3 x8"
 
 
+NO_GPU = "no GPU"  # a CPU node's all-reduce (gloo) is held to the other CPU nodes'
+
+
+def model_key(name: str, count: int) -> str:
+    """What a baseline is kept per: the GPU model and how many a node has."""
+    return f"{name} x{count}" if name and count else NO_GPU
+
+
 def key_of(report: HostReport) -> str:
-    """The node's GPU model and count, as the store keeps it ("" without GPUs)."""
+    """The node's GPU model and count, as the store keys it ("" without its facts)."""
     facts = report.facts
-    if facts is None or not facts.devices:
+    if facts is None:
         return ""
-    return f"{facts.devices[0].name} x{len(facts.devices)}"
+    first = facts.devices[0].name if facts.devices else ""
+    return model_key(first, len(facts.devices))
 
 
 def _judged(reports: Sequence[HostReport]) -> list[tuple[HostReport, str, float]]:

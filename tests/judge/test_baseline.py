@@ -86,7 +86,7 @@ def test_the_store_keeps_good_runs_measured_alike(tmp_path: Path) -> None:
 def test_a_report_keeps_the_model_names_the_store_keys_by() -> None:
     doc = document_of([_report("gpu1", H100, 381.0)])
     assert doc.hosts[0].facts is not None
-    assert store.model_key(doc.hosts[0].facts.devices[0], 8) == baseline.key_of(
+    assert baseline.model_key(doc.hosts[0].facts.devices[0], 8) == baseline.key_of(
         _report("gpu1", H100, 381.0)
     )
 
