@@ -115,9 +115,38 @@ def _limits(value: Any, path: Path) -> LimitsPolicy:
     return LimitsPolicy(**out)
 
 
+def _gbps(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1e6
+
+
+def _baselines(value: Any, path: Path) -> tuple[tuple[str, float | None, float | None], ...]:
+    """The ``baselines:`` section: per GPU model and count, ``busbw`` (a pinned baseline) and
+    ``floor``, in GB/s."""
+    if not isinstance(value, dict):
+        shape = "GPU model and count ('NVIDIA H100 80GB HBM3 x8', 'no GPU') to busbw:, floor:"
+        raise InputError(f"{_where(path, value)}: 'baselines' must be a mapping of {shape}")
+    out = []
+    for model, item in value.items():
+        where = _where(path, value, model)
+        if not isinstance(model, str) or not model.strip() or not isinstance(item, dict):
+            raise InputError(f"{where}: baselines.{model}: a model's name and busbw:, floor:")
+        pinned: dict[str, float] = {}
+        for key, figure in item.items():
+            if key not in ("busbw", "floor"):
+                raise InputError(f"{_where(path, item, key)}: unknown key baselines.{model}."
+                                 f"{key} (known: busbw, floor)")  # fmt: skip
+            if not _gbps(figure):
+                raise InputError(f"{_where(path, item, key)}: baselines.{model}.{key} must be "
+                                 "GB/s above 0")  # fmt: skip
+            pinned[key] = float(figure)
+        out.append((model.strip()[:200], pinned.get("busbw"), pinned.get("floor")))
+    return tuple(out)
+
+
 # Each top-level section and its reader.
 SECTIONS: dict[str, Callable[[Any, Path], Any]] = {"gpus": _gpus, "limits": _limits,
-                                                   "accept": _accept}  # fmt: skip
+                                                   "accept": _accept,
+                                                   "baselines": _baselines}  # fmt: skip
 
 
 def read(path: Path) -> ClusterPolicy:

@@ -19,6 +19,7 @@ def test_the_documented_example_loads() -> None:
     assert read.gpus == GpuExpect("H100", 8, 81559, False, 512, True)
     assert read.accept == frozenset({Kind.GPU_PCIE_DEGRADED})
     assert read.limits == LimitsPolicy(1024**3, 65536, 1.0)
+    assert read.baselines == (("NVIDIA H100 80GB HBM3 x8", 380.0, 300.0),)
 
 
 @pytest.mark.parametrize(
@@ -49,6 +50,9 @@ def test_the_documented_example_loads() -> None:
         ("gpus:\n  model: H100\n  when: 2024-13-01\n", ":3: invalid YAML: '2024-13-01' cannot"),
         ("accept:\n  - gpu-busy\n  - allreduce-failed\n", ":3: accept: allreduce-failed cannot"),
         ("accept:\n  - allreduce-wrong\n", "it says DDP itself does not work here"),
+        ("baselines:\n  H100 x8:\n    busbw: -1\n", ":3: baselines.H100 x8.busbw must be GB/s"),
+        ("baselines:\n  H100 x8:\n    median: 3\n", ":3: unknown key baselines.H100 x8.median"),
+        ("baselines:\n  - H100\n", ":2: 'baselines' must be a mapping of GPU model"),
     ],
 )
 def test_bad_input_names_the_line(tmp_path: Path, text: str, said: str) -> None:

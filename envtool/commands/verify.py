@@ -265,7 +265,8 @@ def decide(args: VerifyArgs) -> verdict.Verdict:
         links = judge_pairs.ceilings(reports)  # what each node's own links can carry
         run = pairs.run(args.allreduce, answered, p.how, p.policy.gpu, links)
     findings = verdict.decide(reports, p.lock, p.policy, run)
-    short = fleet_baseline.unjudged(reports, p.policy.fleet) if p.policy.fleet is not None else []
+    pinned, fleet_now = p.policy.cluster.baselines, p.policy.fleet
+    short = fleet_baseline.unjudged(reports, fleet_now, pinned) if fleet_now is not None else []
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
         run, (*p.unchecked, *unchecked.missing_parts(reports), *unchecked.unread(reports),

@@ -62,33 +62,57 @@ def _runs(runs: tuple[int, ...]) -> str:
     return f"run {runs[0]}" if len(runs) == 1 else f"runs {runs[0]}-{runs[-1]}"
 
 
+Pinned = Sequence[tuple[str, float | None, float | None]]  # --policy: model, busbw, floor
+
+
+def _finding(host: str, floor: float, why: str, busbw: float) -> Finding:
+    kind = Kind.ALLREDUCE_BELOW_BASELINE
+    return Finding(kind, severity(kind), "busbw", f">= {floor:.2f} GB/s ({why})",
+                   f"{busbw:.2f} GB/s", (host,))  # fmt: skip
+
+
 def check(
-    reports: Sequence[HostReport], fleet: Fleet, tolerance: float, found: Sequence[Finding]
+    reports: Sequence[HostReport],
+    fleet: Fleet,
+    tolerance: float,
+    found: Sequence[Finding],
+    pinned: Pinned = (),
 ) -> list[Finding]:
-    """``allreduce-below-baseline`` for each node below its model's median by > tolerance."""
+    """``allreduce-below-baseline`` for each node below its model's floor (``--policy``), or
+    more than ``tolerance`` below its model's baseline: the policy's pinned figure, else the
+    fleet's median."""
     low = {h for f in found if f.kind is Kind.BUSBW_LOW for h in f.hosts}
+    policy = {model: (busbw, floor) for model, busbw, floor in pinned}
     out = []
     for report, key, busbw in _judged(reports):
-        base = fleet.get(key)
-        if report.host in low or base is None or len(base.figures) < MIN_FIGURES:
+        if report.host in low:
             continue
-        median = statistics.median(base.figures)
+        pin, floor = policy.get(key, (None, None))
+        if floor is not None and busbw < floor:
+            out.append(_finding(report.host, floor, f"the policy's floor for {key}", busbw))
+            continue
+        base = fleet.get(key)
+        if pin is not None:
+            median, why = pin, f"the policy's baseline for {key} {pin:.2f} GB/s"
+        elif base is not None and len(base.figures) >= MIN_FIGURES:
+            median, lo, hi = statistics.median(base.figures), min(base.figures), max(base.figures)
+            why = (f"{key} fleet median {median:.2f} GB/s; {len(base.figures)} figures, "
+                   f"{lo:.2f}-{hi:.2f}, {_runs(base.runs)}")  # fmt: skip
+        else:
+            continue
         if busbw < median * (1 - tolerance):
-            expected = (f">= {median * (1 - tolerance):.2f} GB/s ({key} fleet median "
-                        f"{median:.2f} GB/s - {tolerance:.0%}; {len(base.figures)} figures, "
-                        f"{min(base.figures):.2f}-{max(base.figures):.2f}, "
-                        f"{_runs(base.runs)})")  # fmt: skip
-            kind = Kind.ALLREDUCE_BELOW_BASELINE
-            out.append(Finding(kind, severity(kind), "busbw", expected, f"{busbw:.2f} GB/s",
-                               (report.host,)))  # fmt: skip
+            why = why.replace(" GB/s", f" GB/s - {tolerance:.0%}", 1)
+            out.append(_finding(report.host, median * (1 - tolerance), why, busbw))
     return out
 
 
-def unjudged(reports: Sequence[HostReport], fleet: Fleet) -> list[str]:
-    """The models this run measured whose history is too short to judge them by (said)."""
+def unjudged(reports: Sequence[HostReport], fleet: Fleet, pinned: Pinned = ()) -> list[str]:
+    """The models this run measured whose history is too short to judge them by (said),
+    but those the policy pins."""
     seen: dict[str, int] = {}
     for _, key, _ in _judged(reports):
         seen[key] = len(fleet[key].figures) if key in fleet else 0
-    short = sorted((key, n) for key, n in seen.items() if n < MIN_FIGURES)
+    pins = {model for model, busbw, _ in pinned if busbw is not None}
+    short = sorted((key, n) for key, n in seen.items() if n < MIN_FIGURES and key not in pins)
     return [f"the all-reduce against the fleet's history: {n} figures of {key} in it "
             f"({MIN_FIGURES} needed)" for key, n in short]  # fmt: skip

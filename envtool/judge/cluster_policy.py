@@ -42,4 +42,7 @@ class ClusterPolicy:
     gpus: GpuExpect = GpuExpect()
     limits: LimitsPolicy = field(default_factory=LimitsPolicy)  # shm, ulimit -n, clock skew
     accept: frozenset[Kind] = frozenset()  # known differences: these kinds become info
+    # per GPU model and count ("NVIDIA H100 80GB HBM3 x8", "no GPU"): a pinned baseline busbw
+    # (GB/s, in place of the fleet's history) and a floor; None where the file sets none
+    baselines: tuple[tuple[str, float | None, float | None], ...] = ()
     source: str = ""  # the file it was read from ("": the defaults)

@@ -278,8 +278,9 @@ def decide(
     for r in reports:
         found += runtime.check(r, lock)
     found += gpu.check(reports, policy.gpu, machines)
-    if policy.fleet is not None:
-        found += baseline.check(reports, policy.fleet, policy.gpu.tolerance, found)
+    pinned = policy.cluster.baselines
+    if policy.fleet is not None or pinned:
+        found += baseline.check(reports, policy.fleet or {}, policy.gpu.tolerance, found, pinned)
     found += gpu_health.check(reports, policy.cluster.gpus, policy.gpu.min_gpus, machines)
     found += limits.check(reports, policy.cluster.limits, machines, policy.container)
     found += _no_cluster_result(reports, policy.allreduce)

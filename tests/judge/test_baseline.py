@@ -95,3 +95,17 @@ def document_of(reports: list[HostReport]) -> VerifyDocument:
     from envtool.judge.verdict import Verdict
 
     return document(Verdict(tuple(reports), (), "", 1.0))
+
+
+def test_the_policy_pins_a_baseline_or_a_floor_without_any_history() -> None:
+    pinned = [(f"{H100} x8", 380.0, None), (f"{A100} x8", None, 200.0)]
+    reports = [_report("gpu1", H100, 381.0), _report("gpu2", H100, 300.0),
+               _report("gpu3", A100, 150.0), _report("gpu4", A100, 210.0)]  # fmt: skip
+    found = baseline.check(reports, {}, 0.10, [], pinned)
+    assert [(f.hosts, f.expected) for f in found] == [
+        (("gpu2",), f">= 342.00 GB/s (the policy's baseline for {H100} x8 380.00 GB/s - 10%)"),
+        (("gpu3",), f">= 200.00 GB/s (the policy's floor for {A100} x8)"),
+    ]
+    assert baseline.unjudged(reports, {}, pinned) == [
+        f"the all-reduce against the fleet's history: 0 figures of {A100} x8 in it (5 needed)"
+    ]  # the pinned model needs no history; a floor alone does not stand for a baseline
