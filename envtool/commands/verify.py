@@ -175,7 +175,7 @@ def plan(args: VerifyArgs) -> Plan:
     policy = verdict.Policy(
         gpu.GpuPolicy(args.min_gpus, gpu.locked_cuda(lock), args.min_busbw, baseline,
                       args.tolerance, per_node),
-        args.allreduce, cluster, container, fleet(args),
+        args.allreduce, cluster, container, *history_of(args),
     )  # fmt: skip
     at = rdzv.endpoint(host_list, args.rdzv_endpoint, os.environ)  # checked from every node
     check = rdzv.args(host_list, at, args.fanout)
@@ -239,17 +239,23 @@ def measured(args: VerifyArgs) -> str:
     return f"{args.allreduce} {args.allreduce_args}" if args.allreduce != "off" else ""
 
 
-def fleet(args: VerifyArgs) -> fleet_baseline.Fleet | None:
-    """With a history store and an all-reduce, each GPU model's figures in its last good runs
-    measured alike (read before any node is asked; none yet: an empty fleet, said)."""
+def history_of(
+    args: VerifyArgs,
+) -> tuple[fleet_baseline.Fleet | None, fleet_baseline.Past | None]:
+    """With a history store, read before any node is asked: each GPU model's all-reduce
+    figures in its last good runs measured alike (with an all-reduce; none yet: an empty
+    fleet, said), and each card's widest link and memory total."""
     path = args.recording.history
-    if path is None or args.allreduce == "off":
-        return None
+    if path is None:
+        return None, None
     if not path.exists():
-        return {}
+        return ({} if args.allreduce != "off" else None), {}
     with store.opened(path, create=False) as db:
-        found = store.baselines(db, measured(args))
-    return {k: fleet_baseline.FleetBaseline(f, r) for k, (f, r) in found.items()}
+        found = store.baselines(db, measured(args)) if args.allreduce != "off" else None
+        past = store.gpu_past(db)
+    if found is None:
+        return None, past
+    return {k: fleet_baseline.FleetBaseline(f, r) for k, (f, r) in found.items()}, past
 
 
 def decide(args: VerifyArgs) -> verdict.Verdict:

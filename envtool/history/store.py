@@ -27,7 +27,7 @@ from pathlib import Path
 
 from envtool import __version__
 from envtool.errors import InputError, ResourceError
-from envtool.judge.baseline import model_key
+from envtool.judge.baseline import card_key, model_key
 from envtool.private import why_unsafe
 from envtool.protocol.verify_report import HostEntry, VerifyDocument
 
@@ -47,7 +47,11 @@ CREATE TABLE host_run (
 CREATE TABLE finding (
   run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, host TEXT NOT NULL,
   kind TEXT NOT NULL, severity TEXT NOT NULL, subject TEXT NOT NULL);
+CREATE TABLE gpu_run (
+  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, host TEXT NOT NULL,
+  gpu TEXT NOT NULL, pcie_width INTEGER, memory_mib INTEGER);
 CREATE INDEX finding_key ON finding (host, kind, subject, run);
+CREATE INDEX gpu_run_host ON gpu_run (host, gpu, run);
 CREATE INDEX host_run_host ON host_run (host, run);
 CREATE INDEX run_at ON run (at);
 """
@@ -164,6 +168,10 @@ def record(
             busbw = host.allreduce.peak_busbw if host.allreduce is not None else None
             db.execute("INSERT INTO host_run VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (run, host.host, host.ok, digest(host), model, count, busbw))  # fmt: skip
+        cards = [(run, host.host, card_key(d.index, d.uuid), d.pcie_width_current,
+                  d.memory_total_mib) for host in doc.hosts if host.gpus is not None
+                 for d in host.gpus.devices]  # fmt: skip
+        db.executemany("INSERT INTO gpu_run VALUES (?, ?, ?, ?, ?)", cards)
         rows = [(run, h, f.kind, f.severity, f.subject) for f in doc.findings for h in f.hosts]
         db.executemany("INSERT INTO finding VALUES (?, ?, ?, ?, ?)", rows)
         db.execute("COMMIT")
@@ -270,3 +278,13 @@ def last_good(db: sqlite3.Connection, host: str = "") -> dict[str, int]:
         "AND NOT EXISTS (SELECT 1 FROM finding f WHERE f.run = h.run AND f.host = h.host AND "
         "f.severity = 'error') GROUP BY h.host", (host, host)).fetchall()  # fmt: skip
     return {str(h): int(r) for h, r in rows}
+
+
+def gpu_past(db: sqlite3.Connection, last: int = 10) -> dict[tuple[str, str], tuple[int, int, int]]:
+    """Per host and card (``card_key``): the widest PCIe link and the largest memory total it
+    reported in the last ``last`` runs, and the last of those runs (0 where none said)."""
+    rows = db.execute(
+        "SELECT g.host, g.gpu, max(g.pcie_width), max(g.memory_mib), max(g.run) FROM gpu_run g "
+        "WHERE g.run IN (SELECT id FROM run ORDER BY at DESC, id DESC LIMIT ?) "
+        "GROUP BY g.host, g.gpu", (last,)).fetchall()  # fmt: skip
+    return {(str(h), str(g)): (int(w or 0), int(m or 0), int(r)) for h, g, w, m, r in rows}

@@ -40,6 +40,11 @@ def model_key(name: str, count: int) -> str:
     return f"{name} x{count}" if name and count else NO_GPU
 
 
+def card_key(index: int, uuid: str) -> str:
+    """One card across runs: its UUID, else its index on the node."""
+    return uuid or f"index {index}"
+
+
 def key_of(report: HostReport) -> str:
     """The node's GPU model and count, as the store keys it ("" without its facts)."""
     facts = report.facts
@@ -116,3 +121,26 @@ def unjudged(reports: Sequence[HostReport], fleet: Fleet, pinned: Pinned = ()) -
     short = sorted((key, n) for key, n in seen.items() if n < MIN_FIGURES and key not in pins)
     return [f"the all-reduce against the fleet's history: {n} figures of {key} in it "
             f"({MIN_FIGURES} needed)" for key, n in short]  # fmt: skip
+
+
+Past = Mapping[tuple[str, str], tuple[int, int, int]]  # (host, card) → width, MiB, last run
+
+
+def gpu_drift(reports: Sequence[HostReport], past: Past, found: Sequence[Finding]) -> list[Finding]:
+    """``gpu-figure-dropped``: a card's PCIe link narrower, or its memory total smaller, than
+    that same card (by UUID, on that host) reported in the history's last runs; not again
+    where the card's own maximum already explains the width (``gpu-pcie-degraded``)."""
+    said = {(h, f.subject) for f in found if f.kind is Kind.GPU_PCIE_DEGRADED for h in f.hosts}
+    kind, out = Kind.GPU_FIGURE_DROPPED, []
+    for report in reports:
+        for d in report.gpus.devices if report.gpus is not None else ():
+            width, mib, run = past.get((report.host, card_key(d.index, d.uuid)), (0, 0, 0))
+            subject = f"GPU {d.index}"
+            now_w, now_m = d.pcie_width_current, d.memory_total_mib
+            if now_w is not None and now_w < width and (report.host, subject) not in said:
+                out.append(Finding(kind, severity(kind), subject, f"PCIe x{width} (run {run})",
+                                   f"PCIe x{now_w}", (report.host,)))  # fmt: skip
+            if now_m is not None and now_m < mib:
+                out.append(Finding(kind, severity(kind), subject, f"{mib} MiB (run {run})",
+                                   f"{now_m} MiB", (report.host,)))  # fmt: skip
+    return out

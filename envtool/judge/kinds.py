@@ -70,6 +70,7 @@ class Kind(str, Enum):
     SLOW_NODE = "slow-node"
     SLOW_LINK = "slow-link"
     ALLREDUCE_BELOW_BASELINE = "allreduce-below-baseline"
+    GPU_FIGURE_DROPPED = "gpu-figure-dropped"
     UNREACHABLE = "unreachable"
     PROBE_FAILED = "probe-failed"
     ENV_MISSING = "env-missing"

@@ -162,6 +162,16 @@ RULES: dict[Kind, Rule] = {
         "compare the node with its model's peers: links (`nvidia-smi topo -m`), NIC, clocks, "
         "`NCCL_*` variables",
     ),
+    Kind.GPU_FIGURE_DROPPED: Rule(
+        Check.GPU, Severity.WARNING, None,
+        "a card's PCIe link is narrower, or its memory total smaller, than the same card (its "
+        "UUID, on that node) reported in the history's last runs (`--history`): a slot that "
+        "retrained, a riser, retired memory",
+        "compare {subject} with what it was: lspci -vv (LnkSta), nvidia-smi -q (retired pages, "
+        "row remapping); reseat it at the next maintenance",
+        "compare the card with its past: `lspci -vv` (LnkSta), `nvidia-smi -q` (retired pages, "
+        "row remapping); reseat at the next maintenance",
+    ),
     Kind.UNREACHABLE: Rule(
         Check.REACHABLE, Severity.ERROR, None,
         "ssh failed, timed out, or the node could not run the bundle (no temp dir, a refused "

@@ -66,6 +66,7 @@ class Policy:
     container: limits.Runtime = field(default_factory=limits.Runtime)
     # the history store's figures per GPU model (judge/baseline.py); None: no history asked
     fleet: baseline.Fleet | None = None
+    gpu_past: baseline.Past | None = None  # each card's widest link and memory in the history
 
 
 HOST = "<host>"  # a host's own name in its messages: findings then fold across hosts
@@ -278,6 +279,8 @@ def decide(
     for r in reports:
         found += runtime.check(r, lock)
     found += gpu.check(reports, policy.gpu, machines)
+    if policy.gpu_past is not None:
+        found += baseline.gpu_drift(reports, policy.gpu_past, found)
     pinned = policy.cluster.baselines
     if policy.fleet is not None or pinned:
         found += baseline.check(reports, policy.fleet or {}, policy.gpu.tolerance, found, pinned)

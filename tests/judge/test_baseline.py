@@ -109,3 +109,31 @@ def test_the_policy_pins_a_baseline_or_a_floor_without_any_history() -> None:
     assert baseline.unjudged(reports, {}, pinned) == [
         f"the all-reduce against the fleet's history: 0 figures of {A100} x8 in it (5 needed)"
     ]  # the pinned model needs no history; a floor alone does not stand for a baseline
+
+
+def _cards(host: str, width: int, mib: int) -> HostReport:
+    from envtool.protocol.gpu_types import GpuDevice, GpuLayer
+
+    devices = tuple(GpuDevice(i, H100, f"GPU-{host}-{i}", memory_total_mib=mib if i else 81559,
+                              pcie_width_current=width if i == 1 else 16, pcie_width_max=width
+                              if i == 1 else 16) for i in range(2))  # fmt: skip
+    return HostReport(host, gpus=GpuLayer("nvml", "535.104.05", devices=devices))
+
+
+def test_a_card_narrower_or_smaller_than_it_was_and_the_store_keeps_it(tmp_path: Path) -> None:
+    """gpu2's GPU 1 reported x16 and 81559 MiB in earlier runs; now x8 (its own maximum x8
+    too: the card cannot say it) and 81000 MiB. gpu1 is as it was."""
+    with store.opened(tmp_path / "h.sqlite") as db:
+        for night in range(3):
+            doc = document_of([_cards("gpu1", 16, 81559), _cards("gpu2", 16, 81559)])
+            store.record(db, doc, "verify", float(night))
+        past = store.gpu_past(db)
+    assert past[("gpu2", "GPU-gpu2-1")] == (16, 81559, 3)
+    now = [_cards("gpu1", 16, 81559), _cards("gpu2", 8, 81000)]
+    found = baseline.gpu_drift(now, past, [])
+    assert [(f.kind, f.hosts, f.subject, f.expected, f.actual) for f in found] == [
+        (Kind.GPU_FIGURE_DROPPED, ("gpu2",), "GPU 1", "PCIe x16 (run 3)", "PCIe x8"),
+        (Kind.GPU_FIGURE_DROPPED, ("gpu2",), "GPU 1", "81559 MiB (run 3)", "81000 MiB"),
+    ]
+    degraded = Finding(Kind.GPU_PCIE_DEGRADED, Severity.WARNING, "GPU 1", "x16", "x8", ("gpu2",))
+    assert len(baseline.gpu_drift(now, past, [degraded])) == 1  # the width said once
