@@ -239,23 +239,33 @@ def measured(args: VerifyArgs) -> str:
     return f"{args.allreduce} {args.allreduce_args}" if args.allreduce != "off" else ""
 
 
-def history_of(
-    args: VerifyArgs,
-) -> tuple[fleet_baseline.Fleet | None, fleet_baseline.Past | None]:
+History = tuple[fleet_baseline.Fleet | None, fleet_baseline.Past | None,
+                fleet_baseline.Fleet | None]  # fmt: skip
+
+
+def history_of(args: VerifyArgs) -> History:
     """With a history store, read before any node is asked: each GPU model's all-reduce
     figures in its last good runs measured alike (with an all-reduce; none yet: an empty
-    fleet, said), and each card's widest link and memory total."""
+    fleet, said), each card's widest link and memory total, and the pairs' figures (with
+    ``--allreduce pairs|bisect``)."""
     path = args.recording.history
     if path is None:
-        return None, None
+        return None, None, None
+    paired = args.allreduce in ("pairs", "bisect")
     if not path.exists():
-        return ({} if args.allreduce != "off" else None), {}
+        return ({} if args.allreduce != "off" else None), {}, ({} if paired else None)
     with store.opened(path, create=False) as db:
         found = store.baselines(db, measured(args)) if args.allreduce != "off" else None
         past = store.gpu_past(db)
-    if found is None:
-        return None, past
-    return {k: fleet_baseline.FleetBaseline(f, r) for k, (f, r) in found.items()}, past
+        pair_found = store.pair_baselines(db, measured(args)) if paired else None
+
+    def fleet(rows: dict[str, tuple[tuple[float, ...], tuple[int, ...]]] | None
+              ) -> fleet_baseline.Fleet | None:  # fmt: skip
+        if rows is None:
+            return None
+        return {k: fleet_baseline.FleetBaseline(f, r) for k, (f, r) in rows.items()}
+
+    return fleet(found), past, fleet(pair_found)
 
 
 def decide(args: VerifyArgs) -> verdict.Verdict:
@@ -273,6 +283,8 @@ def decide(args: VerifyArgs) -> verdict.Verdict:
     findings = verdict.decide(reports, p.lock, p.policy, run)
     pinned, fleet_now = p.policy.cluster.baselines, p.policy.fleet
     short = fleet_baseline.unjudged(reports, fleet_now, pinned) if fleet_now is not None else []
+    if run is not None and p.policy.pair_fleet is not None:
+        short += fleet_baseline.unjudged_pairs(reports, run.pairs, p.policy.pair_fleet)
     result = verdict.Verdict(
         tuple(reports), tuple(findings), str(args.lock_path or ""), time.monotonic() - start,
         run, (*p.unchecked, *unchecked.missing_parts(reports), *unchecked.unread(reports),

@@ -50,6 +50,9 @@ CREATE TABLE finding (
 CREATE TABLE gpu_run (
   run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, host TEXT NOT NULL,
   gpu TEXT NOT NULL, pcie_width INTEGER, memory_mib INTEGER);
+CREATE TABLE pair_run (
+  run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, a TEXT NOT NULL, b TEXT NOT NULL,
+  model TEXT NOT NULL, busbw REAL NOT NULL);
 CREATE INDEX finding_key ON finding (host, kind, subject, run);
 CREATE INDEX gpu_run_host ON gpu_run (host, gpu, run);
 CREATE INDEX host_run_host ON host_run (host, run);
@@ -147,6 +150,17 @@ def _gpu(host: HostEntry) -> tuple[str, int]:
     return facts.devices[0], len(facts.devices)
 
 
+def _pairs(run: int, doc: VerifyDocument) -> list[tuple[int, str, str, str, float]]:
+    """Each measured pair of nodes of one model: its figure, the lower of its two ends'."""
+    keys = {h.host: model_key(*_gpu(h)) for h in doc.hosts if h.facts is not None}
+    out = []
+    for p in doc.pairs:
+        ends = [f for f in (p.busbw, p.partner_busbw) if f is not None]
+        if ends and p.a in keys and keys.get(p.a) == keys.get(p.b):
+            out.append((run, p.a, p.b, keys[p.a], min(ends)))
+    return out
+
+
 def record(
     db: sqlite3.Connection, doc: VerifyDocument, command: str, at: float, allreduce: str = ""
 ) -> int:
@@ -172,6 +186,7 @@ def record(
                   d.memory_total_mib) for host in doc.hosts if host.gpus is not None
                  for d in host.gpus.devices]  # fmt: skip
         db.executemany("INSERT INTO gpu_run VALUES (?, ?, ?, ?, ?)", cards)
+        db.executemany("INSERT INTO pair_run VALUES (?, ?, ?, ?, ?)", _pairs(run, doc))
         rows = [(run, h, f.kind, f.severity, f.subject) for f in doc.findings for h in f.hosts]
         db.executemany("INSERT INTO finding VALUES (?, ?, ?, ?, ?)", rows)
         db.execute("COMMIT")
@@ -288,3 +303,22 @@ def gpu_past(db: sqlite3.Connection, last: int = 10) -> dict[tuple[str, str], tu
         "WHERE g.run IN (SELECT id FROM run ORDER BY at DESC, id DESC LIMIT ?) "
         "GROUP BY g.host, g.gpu", (last,)).fetchall()  # fmt: skip
     return {(str(h), str(g)): (int(w or 0), int(m or 0), int(r)) for h, g, w, m, r in rows}
+
+
+def pair_baselines(
+    db: sqlite3.Connection, allreduce: str, last: int = 10
+) -> dict[str, tuple[tuple[float, ...], tuple[int, ...]]]:
+    """As ``baselines``, for pairs of nodes of one model: the figures of the pairs whose two
+    nodes had no error finding in the last ``last`` runs measured alike."""
+    rows = db.execute(
+        "SELECT p.model, p.busbw, p.run FROM pair_run p WHERE p.run IN (SELECT id FROM run "
+        "WHERE allreduce = ? ORDER BY at DESC, id DESC LIMIT ?) AND NOT EXISTS (SELECT 1 FROM "
+        "finding f WHERE f.run = p.run AND f.host IN (p.a, p.b) AND f.severity = 'error') "
+        "ORDER BY p.run", (allreduce, last)).fetchall()  # fmt: skip
+    out: dict[str, tuple[list[float], list[int]]] = {}
+    for model, busbw, run in rows:
+        figures, runs = out.setdefault(str(model), ([], []))
+        figures.append(float(busbw))
+        if run not in runs:
+            runs.append(int(run))
+    return {k: (tuple(f), tuple(r)) for k, (f, r) in out.items()}

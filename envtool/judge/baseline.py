@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from envtool.judge.findings import Finding
 from envtool.judge.kinds import Kind
 from envtool.judge.rules import severity
-from envtool.protocol.types import HostReport
+from envtool.protocol.types import HostReport, PairRun
 
 MIN_FIGURES = 5
 
@@ -144,3 +144,50 @@ def gpu_drift(reports: Sequence[HostReport], past: Past, found: Sequence[Finding
                 out.append(Finding(kind, severity(kind), subject, f"{mib} MiB (run {run})",
                                    f"{now_m} MiB", (report.host,)))  # fmt: skip
     return out
+
+
+PAIR_KINDS = (Kind.SLOW_NODE, Kind.SLOW_LINK, Kind.BUSBW_LOW)  # a pair's shortfall, said
+
+
+def check_pairs(
+    reports: Sequence[HostReport],
+    pairs: Sequence[PairRun],
+    fleet: Fleet,
+    tolerance: float,
+    found: Sequence[Finding],
+) -> list[Finding]:
+    """``allreduce-below-baseline`` for each pair of nodes of one model whose figure (the
+    lower of its two ends') is more than ``tolerance`` below that model's pairs' median in the
+    history: what a run whose pairs are all slow alike (no slow node, no slow link among
+    them) cannot say itself. Not again for a pair whose node or link is already named."""
+    keys = {r.host: key_of(r) for r in reports}
+    named = {h for f in found if f.kind in PAIR_KINDS for h in f.hosts}
+    out = []
+    for pair in pairs:
+        ends = [pair.result.peak_busbw if pair.result is not None else None, pair.partner_busbw]
+        figures = [f for f in ends if f is not None]
+        key = keys.get(pair.a, "")
+        base = fleet.get(key)
+        if (not figures or not key or keys.get(pair.b) != key or base is None
+                or len(base.figures) < MIN_FIGURES or {pair.a, pair.b} & named):  # fmt: skip
+            continue
+        median, busbw = statistics.median(base.figures), min(figures)
+        if busbw < median * (1 - tolerance):
+            kind = Kind.ALLREDUCE_BELOW_BASELINE
+            expected = (f">= {median * (1 - tolerance):.2f} GB/s ({key} pairs' fleet median "
+                        f"{median:.2f} GB/s - {tolerance:.0%}; {len(base.figures)} figures, "
+                        f"{_runs(base.runs)})")  # fmt: skip
+            out.append(Finding(kind, severity(kind), f"{pair.a} <-> {pair.b}", expected,
+                               f"{busbw:.2f} GB/s", (pair.a, pair.b)))  # fmt: skip
+    return out
+
+
+def unjudged_pairs(
+    reports: Sequence[HostReport], pairs: Sequence[PairRun], fleet: Fleet
+) -> list[str]:
+    """The models whose pairs this run measured but whose history is too short (said)."""
+    keys = {r.host: key_of(r) for r in reports}
+    seen = {keys[p.a] for p in pairs if keys.get(p.a) and keys.get(p.a) == keys.get(p.b)}
+    return [f"the pairs' all-reduce against the fleet's history: {n} figures of {key} in it "
+            f"({MIN_FIGURES} needed)" for key in sorted(seen)
+            if (n := len(fleet[key].figures) if key in fleet else 0) < MIN_FIGURES]  # fmt: skip

@@ -67,6 +67,7 @@ class Policy:
     # the history store's figures per GPU model (judge/baseline.py); None: no history asked
     fleet: baseline.Fleet | None = None
     gpu_past: baseline.Past | None = None  # each card's widest link and memory in the history
+    pair_fleet: baseline.Fleet | None = None  # the pairs' figures per model in the history
 
 
 HOST = "<host>"  # a host's own name in its messages: findings then fold across hosts
@@ -291,6 +292,9 @@ def decide(
     found += rendezvous.check(reports)
     links = pairs.ceilings(reports)  # a figure beyond a node's own links is refused
     paired = pairs.decide(pairs_run, policy.gpu, links) if pairs_run is not None else []
+    if pairs_run is not None and policy.pair_fleet is not None:
+        paired += baseline.check_pairs(reports, pairs_run.pairs, policy.pair_fleet,
+                                       policy.gpu.tolerance, [*found, *paired])  # fmt: skip
     found, paired = accepted(found, policy.cluster), accepted(paired, policy.cluster)
     folded = fold([*_one_cause(found), *paired])
     known = policy.cluster.accept  # said as info: they explain nothing away

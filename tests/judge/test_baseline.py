@@ -137,3 +137,40 @@ def test_a_card_narrower_or_smaller_than_it_was_and_the_store_keeps_it(tmp_path:
     ]
     degraded = Finding(Kind.GPU_PCIE_DEGRADED, Severity.WARNING, "GPU 1", "x16", "x8", ("gpu2",))
     assert len(baseline.gpu_drift(now, past, [degraded])) == 1  # the width said once
+
+
+def test_pairs_all_slow_alike_are_held_to_the_fleets_pairs(tmp_path: Path) -> None:
+    """Six healthy nights of three H100 pairs (the lower end's figure kept), then a night on
+    which every pair is slow alike (no slow node or link among them to name): each pair is
+    below the pairs' median; a pair whose node is already slow-node is not named again."""
+    from envtool.protocol.types import PairRun
+    from envtool.protocol.verify_report import PairEntry
+
+    hosts = (_host("gpu1", 0.0), _host("gpu2", 0.0), _host("gpu3", 0.0))
+    with store.opened(tmp_path / "h.sqlite") as db:
+        for night in range(6):
+            pairs = (PairEntry("gpu1", "gpu2", 1, 40.0, None, 1.0, "gpu1", 41.0),
+                     PairEntry("gpu1", "gpu3", 2, 42.0, None, 1.0, "gpu1", 39.0),
+                     PairEntry("gpu2", "gpu3", 3, 40.0, None, 1.0, "gpu2", None))  # fmt: skip
+            doc = VerifyDocument(None, 1.0, True, hosts, (), pairs, 3)
+            store.record(db, doc, "verify", float(night), "pairs -b 8")
+        found = store.pair_baselines(db, "pairs -b 8")
+    figures, runs = found[f"{H100} x8"]
+    assert sorted(set(figures)) == [39.0, 40.0] and len(figures) == 18 and runs[-1] == 6
+
+    fleet = {k: baseline.FleetBaseline(f, r) for k, (f, r) in found.items()}
+    reports = [_report(h, H100, 0.0) for h in ("gpu1", "gpu2", "gpu3")]
+
+    def run(a: str, b: str, busbw: float) -> PairRun:
+        return PairRun(a, b, 1, _report(a, H100, busbw).allreduce, partner_busbw=busbw)
+
+    slow = [run("gpu1", "gpu2", 12.0), run("gpu1", "gpu3", 11.0), run("gpu2", "gpu3", 39.5)]
+    named = baseline.check_pairs(reports, slow, fleet, 0.10, [])
+    assert [(f.subject, f.actual) for f in named] == [
+        ("gpu1 <-> gpu2", "12.00 GB/s"), ("gpu1 <-> gpu3", "11.00 GB/s")]  # fmt: skip
+    assert "pairs' fleet median 40.00 GB/s - 10%; 18 figures, runs 1-6" in named[0].expected
+    node = Finding(Kind.SLOW_NODE, Severity.ERROR, "gpu1", ">= 30", "12", ("gpu1",))
+    assert baseline.check_pairs(reports, slow, fleet, 0.10, [node]) == []
+    assert baseline.unjudged_pairs(reports, slow, {}) == [
+        f"the pairs' all-reduce against the fleet's history: 0 figures of {H100} x8 in it "
+        "(5 needed)"]  # fmt: skip
