@@ -154,9 +154,10 @@ RULES: dict[Kind, Rule] = {
     ),
     Kind.ALLREDUCE_BELOW_BASELINE: Rule(
         Check.ALLREDUCE, Severity.WARNING, None,
-        "the node's all-reduce busbw is more than `--tolerance` below the median its GPU model "
-        "(and count) reached in the fleet's last good runs measured the same way (the history "
-        "store: `--history`); the finding names the median, the spread and the runs",
+        "the node's all-reduce busbw (with `--allreduce pairs`: a pair's) is more than "
+        "`--tolerance` below the median its GPU model (and count) reached in the fleet's last "
+        "good runs measured the same way (the history store: `--history`), or below the "
+        "`--policy` baseline or floor; the finding names the median, the spread and the runs",
         "compare that node with its model's peers: its NVLink/PCIe links, NIC, clocks and "
         "NCCL_* variables",
         "compare the node with its model's peers: links (`nvidia-smi topo -m`), NIC, clocks, "
