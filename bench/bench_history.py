@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from envtool.history import metrics, store, timeline
+from envtool.history import metrics, queries, store, timeline
 from envtool.protocol import verify_report
 from envtool.protocol.verify_report import AllReduceEntry, FindingEntry, HostEntry, VerifyDocument
 from envtool.report import history_text
@@ -73,8 +73,8 @@ SELECT f.run, f.host, f.kind, f.subject, f.severity FROM finding f JOIN run r ON
 def _envtool_history(path: Path) -> tuple[float, int]:
     start = time.perf_counter()
     with store.opened(path, create=False) as db:
-        present, seen = store.observations(db)
-        rows = store.runs(db)
+        present, seen = queries.observations(db)
+        rows = queries.runs(db)
     lives = timeline.lives(present, seen)
     with contextlib.redirect_stdout(io.StringIO()):
         history_text.timeline(lives, rows, "text")

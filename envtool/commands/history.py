@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from envtool.errors import EXIT_OK, InputError
-from envtool.history import metrics, store, timeline
+from envtool.history import metrics, queries, store, timeline
 from envtool.report import history_text
 
 _AGO = re.compile(r"(\d{1,6})([dhm])")
@@ -46,9 +46,9 @@ def run(args: HistoryArgs) -> int:
     """The timeline; 0 (a history is read, not judged)."""
     with store.opened(args.path, create=False) as db:
         start = since(args.since, time.time())
-        present, seen = store.observations(db, start, args.host, args.kind)
-        rows = store.runs(db, start)
-        good = store.last_good(db, args.host)
+        present, seen = queries.observations(db, start, args.host, args.kind)
+        rows = queries.runs(db, start)
+        good = queries.last_good(db, args.host)
     history_text.timeline(timeline.lives(present, seen), rows, args.fmt, good, args.host)
     return EXIT_OK
 
@@ -56,8 +56,8 @@ def run(args: HistoryArgs) -> int:
 def diff(path: Path, a: int, b: int, fmt: str) -> int:
     """What changed on which host between two runs."""
     with store.opened(path, create=False) as db:
-        (_, hosts_a, found_a), (_, hosts_b, found_b) = store.latest(db, a), store.latest(db, b)
-        digests = store.digests(db, a), store.digests(db, b)
+        (_, hosts_a, found_a), (_, hosts_b, found_b) = queries.latest(db, a), queries.latest(db, b)
+        digests = queries.digests(db, a), queries.digests(db, b)
     history_text.diff(a, b, [h for h, _, _ in hosts_a], [h for h, _, _ in hosts_b],
                       found_a, found_b, digests, fmt)  # fmt: skip
     return EXIT_OK
@@ -74,7 +74,7 @@ def prune(path: Path, keep_days: int) -> int:
 def show_metrics(path: Path, run_id: int = 0) -> int:
     """The latest (or ``run_id``'s) run's metrics, as the textfile collector reads them."""
     with store.opened(path, create=False) as db:
-        row, hosts, found = store.latest(db, run_id)
+        row, hosts, found = queries.latest(db, run_id)
     snap = metrics.Snapshot(row.at, row.seconds, row.lock_sha256, tuple(hosts), tuple(found))
     sys.stdout.write(metrics.text(snap))
     return EXIT_OK

@@ -21,7 +21,7 @@ from envtool.cluster import docker_run, hosts, pairs, rdzv, survey
 from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import check_ssh_options, host_has_nvidia_gpus
 from envtool.errors import InputError
-from envtool.history import store
+from envtool.history import queries, store
 from envtool.history.record import Recording, remember
 from envtool.judge import baseline as fleet_baseline
 from envtool.judge import gpu, unchecked, verdict
@@ -255,11 +255,11 @@ def history_of(args: VerifyArgs) -> History:
     if not path.exists():
         return ({} if args.allreduce != "off" else None), {}, ({} if paired else None)
     with store.opened(path, create=False) as db:
-        found = store.baselines(db, measured(args)) if args.allreduce != "off" else None
-        past = store.gpu_past(db)
-        pair_found = store.pair_baselines(db, measured(args)) if paired else None
+        found = queries.baselines(db, measured(args)) if args.allreduce != "off" else None
+        past = queries.gpu_past(db)
+        pair_found = queries.pair_baselines(db, measured(args)) if paired else None
 
-    def fleet(rows: dict[str, tuple[tuple[float, ...], tuple[int, ...]]] | None
+    def fleet(rows: queries.Figures | None
               ) -> fleet_baseline.Fleet | None:  # fmt: skip
         if rows is None:
             return None

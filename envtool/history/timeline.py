@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from envtool.history.store import Presence, Seen
+from envtool.history.queries import Presence, Seen
 
 
 @dataclass(frozen=True)

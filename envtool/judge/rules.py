@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from envtool.judge.kinds import EVERYTHING, Check, Kind, Rule, Severity
 from envtool.judge.rules_gpu import GPU_RULES
+from envtool.judge.rules_history import HISTORY_RULES
 from envtool.judge.rules_joblog import JOBLOG_RULES
 from envtool.judge.rules_network import NETWORK_RULES
 from envtool.judge.rules_packages import CONSISTENCY_RULES, LOCK_RULES
@@ -152,27 +153,6 @@ RULES: dict[Kind, Rule] = {
         "check the path between those two nodes: cables, switch ports, routes",
         "check the cables, switch ports and routes between them",
     ),
-    Kind.ALLREDUCE_BELOW_BASELINE: Rule(
-        Check.ALLREDUCE, Severity.WARNING, None,
-        "the node's all-reduce busbw (with `--allreduce pairs`: a pair's) is more than "
-        "`--tolerance` below the median its GPU model (and count) reached in the fleet's last "
-        "good runs measured the same way (the history store: `--history`), or below the "
-        "`--policy` baseline or floor; the finding names the median, the spread and the runs",
-        "compare that node with its model's peers: its NVLink/PCIe links, NIC, clocks and "
-        "NCCL_* variables",
-        "compare the node with its model's peers: links (`nvidia-smi topo -m`), NIC, clocks, "
-        "`NCCL_*` variables",
-    ),
-    Kind.GPU_FIGURE_DROPPED: Rule(
-        Check.GPU, Severity.WARNING, None,
-        "a card's PCIe link is narrower, or its memory total smaller, than the same card (its "
-        "UUID, on that node) reported in the history's last runs (`--history`): a slot that "
-        "retrained, a riser, retired memory",
-        "compare {subject} with what it was: lspci -vv (LnkSta), nvidia-smi -q (retired pages, "
-        "row remapping); reseat it at the next maintenance",
-        "compare the card with its past: `lspci -vv` (LnkSta), `nvidia-smi -q` (retired pages, "
-        "row remapping); reseat at the next maintenance",
-    ),
     Kind.UNREACHABLE: Rule(
         Check.REACHABLE, Severity.ERROR, None,
         "ssh failed, timed out, or the node could not run the bundle (no temp dir, a refused "
@@ -252,6 +232,7 @@ RULES: dict[Kind, Rule] = {
     **GPU_RULES,  # the cards: rules_gpu.py
     **NETWORK_RULES,  # the network and the limits: rules_network.py
     **JOBLOG_RULES,  # what only a failed job's log shows (envtool explain): rules_joblog.py
+    **HISTORY_RULES,  # a node against the fleet's history (--history): rules_history.py
 }
 # fmt: on
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
 
-from envtool.history.store import RunRow
+from envtool.history.queries import RunRow
 from envtool.history.timeline import Life
 from envtool.protocol import schemas
 from envtool.report.text import visible

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envtool.errors import InputError
-from envtool.history import store, timeline
+from envtool.history import queries, store, timeline
 from envtool.history.record import Recording, remember
 from envtool.protocol.verify_report import FindingEntry, HostEntry, VerifyDocument
 
@@ -44,8 +44,8 @@ def test_a_findings_life_first_seen_cleared_and_back(tmp_path: Path) -> None:
     with store.opened(path) as db:
         for at, (hosts, found) in enumerate(nights, start=1):
             store.record(db, _doc(hosts, found), "verify", float(at * 86400))
-        present, seen = store.observations(db)
-        good = store.last_good(db)
+        present, seen = queries.observations(db)
+        good = queries.last_good(db)
     assert good == {"node1": 4, "node2": 3}  # node3 had its error every night it answered
     lives = {life.host: life for life in timeline.lives(present, seen)}
     assert set(lives) == {"node2", "node3"}
@@ -56,7 +56,7 @@ def test_a_findings_life_first_seen_cleared_and_back(tmp_path: Path) -> None:
         86400.0, None, 0, 3)  # fmt: skip
     with store.opened(path) as db:
         assert store.prune(db, 2.5 * 86400) == 2
-        assert [r.at for r in store.runs(db)] == [3 * 86400.0, 4 * 86400.0]
+        assert [r.at for r in queries.runs(db)] == [3 * 86400.0, 4 * 86400.0]
         (count,) = db.execute("SELECT count(*) FROM finding").fetchone()
         assert count == 3  # the pruned runs' findings went with them
 
@@ -84,7 +84,7 @@ def test_two_writers_at_once_lose_nothing(tmp_path: Path) -> None:
         _, err = w.communicate(timeout=120)
         assert w.returncode == 0, err.decode()
     with store.opened(path) as db:
-        assert len(store.runs(db)) == 120
+        assert len(queries.runs(db)) == 120
         (hosts,) = db.execute("SELECT count(*) FROM host_run").fetchone()
         assert hosts == 120 * 50
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envtool.history import store
+from envtool.history import queries, store
 from envtool.judge import baseline
 from envtool.judge.findings import Finding
 from envtool.judge.kinds import Kind, Severity
@@ -77,7 +77,7 @@ def test_the_store_keeps_good_runs_measured_alike(tmp_path: Path) -> None:
             store.record(db, doc, "verify", float(night), "node -b 8 -e 32M")
         other = VerifyDocument(None, 1.0, True, (_host("gpu1", 999.0),), ())
         store.record(db, other, "verify", 99.0, "node -b 8 -e 8M")  # measured otherwise
-        found = store.baselines(db, "node -b 8 -e 32M", last=10)
+        found = queries.baselines(db, "node -b 8 -e 32M", last=10)
     figures, runs = found[f"{H100} x8"]
     assert len(figures) == 10 and set(figures) == {380.0, 381.0, 382.0}  # gpu2: an error
     assert runs == tuple(range(3, 13))  # the last ten runs measured alike
@@ -127,7 +127,7 @@ def test_a_card_narrower_or_smaller_than_it_was_and_the_store_keeps_it(tmp_path:
         for night in range(3):
             doc = document_of([_cards("gpu1", 16, 81559), _cards("gpu2", 16, 81559)])
             store.record(db, doc, "verify", float(night))
-        past = store.gpu_past(db)
+        past = queries.gpu_past(db)
     assert past[("gpu2", "GPU-gpu2-1")] == (16, 81559, 3)
     now = [_cards("gpu1", 16, 81559), _cards("gpu2", 8, 81000)]
     found = baseline.gpu_drift(now, past, [])
@@ -154,7 +154,7 @@ def test_pairs_all_slow_alike_are_held_to_the_fleets_pairs(tmp_path: Path) -> No
                      PairEntry("gpu2", "gpu3", 3, 40.0, None, 1.0, "gpu2", None))  # fmt: skip
             doc = VerifyDocument(None, 1.0, True, hosts, (), pairs, 3)
             store.record(db, doc, "verify", float(night), "pairs -b 8")
-        found = store.pair_baselines(db, "pairs -b 8")
+        found = queries.pair_baselines(db, "pairs -b 8")
     figures, runs = found[f"{H100} x8"]
     assert sorted(set(figures)) == [39.0, 40.0] and len(figures) == 18 and runs[-1] == 6
 
