@@ -1,5 +1,6 @@
 """What every node's fix reads on its stdin: one tar, read to its exact size into a private
-folder beside the node's prefix (cluster/remote_fix.py) and removed however the fix ends.
+folder (cluster/remote_fix.py: beside the node's prefix with ``--push``, else in its checked
+``$TMPDIR``) and removed however the fix ends.
 
 - ``conda-lock.yml``: the lock, for a node's ``envtool fix --here``;
 - ``wanted.json`` and ``explicit.txt``: the lock's packages for the platform, with their
@@ -25,12 +26,14 @@ from pathlib import Path
 from envtool import __version__, environments
 from envtool.cluster.bundle import PACKAGE, package_dir
 from envtool.lock import lockfile, pkgcache, secrets, stamp
+from envtool.models import Package
 
 
-def _packages(lock_path: Path, platform: str) -> tuple[list[dict[str, str]], list[str], bool]:
-    env = environments.from_lock(lockfile.read(lock_path), str(lock_path), platform)
+def _packages(
+    packages: Sequence[Package], platform: str
+) -> tuple[list[dict[str, str]], list[str], bool]:
     wanted, lines, secret = [], ["# platform: " + platform, "@EXPLICIT"], False
-    for p in env.packages:
+    for p in packages:
         wanted.append({"name": p.name, "version": p.version, "build": p.build,
                        "manager": p.manager, "md5": p.md5, "sha256": p.sha256})  # fmt: skip
         if p.manager != "conda":
@@ -43,15 +46,12 @@ def _packages(lock_path: Path, platform: str) -> tuple[list[dict[str, str]], lis
 
 
 def write(
-    lock_path: Path,
-    platform: str,
-    out: Path,
-    mirrored: bool = False,
-    shared: Path | None = None,
-    entries: Sequence[str] = (),
+    lock_path: Path, platform: str, out: Path, mirrored: bool = False, shared: Path | None = None
 ) -> int:
-    """The tar at ``out``; its size in bytes (the node reads no more than that)."""
-    wanted, lines, secret = _packages(lock_path, platform)
+    """The tar at ``out`` (with ``shared``: the lock's packages in that filled cache); its
+    size in bytes (the node reads no more than that)."""
+    packages = environments.from_lock(lockfile.read(lock_path), str(lock_path), platform).packages
+    wanted, lines, secret = _packages(packages, platform)
     meta = {"lock_sha256": stamp.lock_hash(lock_path), "lock": lock_path.name,
             "platform": platform, "envtool": __version__,
             "installed": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -67,5 +67,7 @@ def write(
             info.size, info.mode = len(data), 0o600
             tar.addfile(info, io.BytesIO(data))
         if shared is not None:
+            entries = [pkgcache.entry(p.name, p.version, p.build) for p in packages
+                       if p.manager == "conda"]  # fmt: skip
             pkgcache.add_packages(tar, shared, entries)
     return out.stat().st_size

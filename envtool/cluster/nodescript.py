@@ -142,8 +142,9 @@ def _shared(folder: str, digest: str) -> str:
     )
 
 
-# A temp dir in a TMPDIR that others can write and that is not sticky could be swapped.
-_TMP_CHECK = (
+# A temp dir in a TMPDIR that others can write and that is not sticky could be swapped
+# ($tp: the TMPDIR checked; remote_fix.py's payload folder is made there too).
+TMP_CHECK = (
     'tp=${TMPDIR:-/tmp}; [ -z "$(find "$tp" -prune -perm -002 ! -perm -1000)" ] || '
     + _refuse("TMPDIR $tp is writable by others and not sticky", schemas.EXIT_NO_TEMP_DIR)
     + "; "
@@ -167,7 +168,7 @@ def node_script(options: FanoutOptions) -> str:
         + "; "
     )
     fetch = (
-        f"{token}{_TMP_CHECK}"
+        f"{token}{TMP_CHECK}"
         'x=$(mktemp -d "$tp/envtool.XXXXXXXX") && mkdir "$x/tmp" || exit '
         f"{schemas.EXIT_NO_TEMP_DIR}; "
     )

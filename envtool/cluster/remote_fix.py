@@ -14,7 +14,7 @@ from pathlib import Path
 
 from envtool import proc
 from envtool.cluster.hosts import Host
-from envtool.cluster.nodescript import NODE_VAR, quote
+from envtool.cluster.nodescript import NODE_VAR, TMP_CHECK, quote
 from envtool.cluster.options import FanoutOptions
 from envtool.cluster.transports import _ssh_argv
 from envtool.errors import InputError
@@ -72,12 +72,13 @@ def script(args: NodeArgs) -> str:
         argv += ["--cache", args.cache]
     ours = " ".join(a if a.startswith('"$d') else quote(a) for a in argv)
     fallback = [*flags, "--keep", str(args.keep)] + (["--cache"] if args.cache else [])
-    # pushed packages beside the prefix (its filesystem: hard-linked from there), else TMPDIR
-    where = ('"$(dirname -- "$p")/.envtool-fix.XXXXXX"' if args.push
-             else '"${TMPDIR:-/tmp}/envtool-fix.XXXXXX"')  # fmt: skip
+    # pushed packages beside the prefix (its filesystem: hard-linked from there), else in a
+    # TMPDIR no other user can swap the folder out of (checked as the probe's is)
+    where, check = (('"$(dirname -- "$p")/.envtool-fix.XXXXXX"', "") if args.push
+                    else ('"$tp/envtool-fix.XXXXXX"', TMP_CHECK))  # fmt: skip
     none = f"neither {args.envtool[0]} nor {', '.join(INSTALLERS)} is on this node's PATH"
     return (
-        f"p={prefix}; d=$(mktemp -d {where}) || exit 1; "
+        f"p={prefix}; {check}d=$(mktemp -d {where}) || exit 1; "
         "trap 'rm -rf \"$d\"' EXIT; trap 'exit 1' HUP INT TERM; "
         f'head -c {args.size} | tar -x -C "$d" -f - || {{ echo "envtool: cannot unpack the '
         'payload of the fix into $d (is its filesystem full?)" >&2; exit 1; }; '

@@ -4,8 +4,8 @@ exactly the lock), printed with what a package install cannot fix; only with ``-
 (asked once on a terminal, ``--yes`` for scripts) each node that differs is fixed (a canary
 first where asked, then the rest in parallel) and every node verified again: before → after.
 
-``--here`` is what runs on a node: the lock on stdin (``--lockfile -``), one
-``envtool.fix-node/1`` line out."""
+``--here`` is what runs on a node: the lock the payload carried (or ``--lockfile -``, on
+stdin), one ``envtool.fix-node/1`` line out."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from envtool.commands.verify import VerifyArgs
 from envtool.errors import EXIT_OK, EXIT_PROBLEMS, EnvtoolError, InputError
 from envtool.fix import answer, apply
 from envtool.fix.apply import FixOptions
-from envtool.lock import install, lockfile, pkgcache, stamp
+from envtool.lock import install, pkgcache, stamp
 from envtool.protocol import fix_record, verify_report
 from envtool.protocol.fix_record import FixRecord
 from envtool.protocol.verify_report import VerifyDocument
@@ -119,13 +119,7 @@ def _payload(args: FixArgs, out: Path, shared: Path | None = None) -> int:
     lock when pushed; its size."""
     lock_path = args.verify.lock_path
     assert lock_path is not None
-    names: list[str] = []
-    if shared is not None:
-        packages = lockfile.read(lock_path).for_platform(args.node.platform)
-        names = [pkgcache.entry(p.name, p.version, p.build) for p in packages
-                 if p.manager == "conda"]  # fmt: skip
-    return fix_payload.write(lock_path, args.node.platform, out, bool(args.node.mirrors),
-                             shared, names)  # fmt: skip
+    return fix_payload.write(lock_path, args.node.platform, out, bool(args.node.mirrors), shared)
 
 
 def _fix(

@@ -15,6 +15,7 @@ holds at most 3 + 1,000 x (9 checks + 3 severities + 20 findings + 1) = 33,003 s
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +40,14 @@ _HELP = {
 }  # fmt: skip
 
 
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
 def escape(value: str) -> str:
-    """A label value as the exposition format writes it."""
+    """A label value as the exposition format writes it; a control character (a terminal's
+    escape sequence from a node's text: ``envtool metrics`` prints to a terminal) becomes
+    U+FFFD, which the format takes as it is."""
+    value = _CONTROL.sub("\ufffd", value)
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 

@@ -130,3 +130,14 @@ def test_a_real_prometheus_scrapes_the_finding_from_node_exporter(tmp_path: Path
     assert isinstance(labels, dict)
     assert labels["host"] == HOSTILE and labels["kind"] == "version-differs"
     assert labels["subject"] == 'nccl "0"\n}'
+
+
+def test_a_terminal_sequence_in_a_label_never_reaches_the_terminal() -> None:
+    """A subject a node made (a package name, a GPU's) with ESC and CR in it: U+FFFD in the
+    file and in ``envtool metrics``'s output, which promtool still accepts."""
+    f = FindingEntry("version-differs", "error", "nccl\x1b[2J\r\x07", "a", "b", "fix", ("node1",))
+    doc = VerifyDocument(None, 1.0, False, _doc().hosts[:1], (f,))
+    text = metrics.text(metrics.snapshot(doc, 0.0))
+    assert 'subject="nccl\ufffd[2J\ufffd\ufffd"' in text
+    assert not any(ch in text for ch in "\x1b\r\x07")
+    assert _promtool(text).returncode == 0
