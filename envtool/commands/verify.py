@@ -58,7 +58,7 @@ class VerifyArgs:
     show_all: bool = False  # the table lists every finding, not only the DDP-critical ones
     wide: bool = False  # the findings as one grid, not a block each
     policy_path: Path | None = None  # --policy FILE (envtool/policy.py)
-    recording: Recording = field(default_factory=lambda: Recording())
+    recording: Recording = field(default_factory=Recording)  # --history, --metrics-file
     command: str = "verify"  # the command recorded in the history
 
 
@@ -259,8 +259,7 @@ def history_of(args: VerifyArgs) -> History:
         past = queries.gpu_past(db)
         pair_found = queries.pair_baselines(db, measured(args)) if paired else None
 
-    def fleet(rows: queries.Figures | None
-              ) -> fleet_baseline.Fleet | None:  # fmt: skip
+    def fleet(rows: queries.Figures | None) -> fleet_baseline.Fleet | None:
         if rows is None:
             return None
         return {k: fleet_baseline.FleetBaseline(f, r) for k, (f, r) in rows.items()}

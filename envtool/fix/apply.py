@@ -114,9 +114,10 @@ def _apply(
     options: FixOptions, lock: lockfile.Lockfile, outcome: FixOutcome, now: gens.Generation | None
 ) -> FixOutcome:
     prefix = outcome.prefix
-    removed = [p.name for p in gens.stale(prefix, now)]
-    for stale in gens.stale(prefix, now):
+    left = gens.stale(prefix, now)
+    for stale in left:
         gens.remove(stale)
+    removed = [p.name for p in left]
     if now is not None:
         (now.path / PENDING).unlink(missing_ok=True)  # switched to, by a run cut short after
     target = gens.next_path(prefix)

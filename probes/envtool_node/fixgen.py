@@ -202,9 +202,10 @@ def apply(prefix: Path, meta: dict[str, Any], folder: Path, args: argparse.Names
                        "put envtool on the node (--node-envtool)")  # fmt: skip
     with _one_fix(prefix):
         now = gens.current(prefix)
-        removed = [p.name for p in gens.stale(prefix, now)]
-        for stale in gens.stale(prefix, now):
+        left = gens.stale(prefix, now)
+        for stale in left:
             gens.remove(stale)
+        removed = [p.name for p in left]
         if now is not None:
             (now.path / gens.PENDING).unlink(missing_ok=True)
         target = gens.next_path(prefix)
