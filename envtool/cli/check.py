@@ -293,6 +293,7 @@ def _quick(
 @click.option("--rdzv-port", type=opt.PORT, default=29400, show_default=True)
 @opt.fmt("text", "json")
 @opt.install_sources()
+@opt.recording()
 def doctor(
     lockfile: Path,
     prefix: Path | None,
@@ -308,16 +309,21 @@ def doctor(
     fmt: str,
     channel_mirror: tuple[str, ...],
     allow_insecure_url: bool,
+    history: Path | None,
+    record: bool | None,
+    metrics_file: Path | None,
 ) -> int:
     """Check this machine, step by step, and print the command that fixes each failure."""
     from envtool.commands import doctor as command
     from envtool.doctor.run import DoctorOptions
+    from envtool.history.record import Recording
 
     options = DoctorOptions(
         lockfile, prefix, platform, min_gpus, ddp, nproc, timeout, master_port, rdzv_port,
         opt.mirrors(channel_mirror), allow_insecure_url,
     )  # fmt: skip
-    return command.run(options, install_missing, fmt, fix)
+    return command.run(options, install_missing, fmt, fix,
+                       Recording.of(history, record, metrics_file))  # fmt: skip
 
 
 COMMANDS = (verify, preflight, doctor)

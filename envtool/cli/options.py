@@ -224,6 +224,14 @@ def cluster_checks(allreduce: str, timeout: float) -> Callable[[F], F]:
             type=OutArg,
             help="Also write a JUnit report here (whatever --format is).",
         ),
+        recording(),
+    )
+
+
+def recording() -> Callable[[F], F]:
+    """``--history``, ``--record/--no-record``, ``--metrics-file`` (verify, preflight, doctor):
+    the command gets them as ``history``, ``record``, ``metrics_file``."""
+    return stack(
         click.option(
             "--history",
             type=PathArg,

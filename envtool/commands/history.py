@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from envtool.errors import EXIT_OK, InputError
-from envtool.history import metrics, queries, store, timeline
+from envtool.history import metrics, queries, scope, store, timeline
 from envtool.report import history_text
 
 _AGO = re.compile(r"(\d{1,6})([dhm])")
@@ -58,8 +58,9 @@ def diff(path: Path, a: int, b: int, fmt: str) -> int:
     with store.opened(path, create=False) as db:
         (_, hosts_a, found_a), (_, hosts_b, found_b) = queries.latest(db, a), queries.latest(db, b)
         digests = queries.digests(db, a), queries.digests(db, b)
-    history_text.diff(a, b, [h for h, _, _ in hosts_a], [h for h, _, _ in hosts_b],
-                      found_a, found_b, digests, fmt)  # fmt: skip
+    checked_b = {h: scope.read(made) for h, _, _, made in hosts_b}
+    history_text.diff(a, b, [h for h, *_ in hosts_a], checked_b, found_a, found_b, digests,
+                      fmt)  # fmt: skip
     return EXIT_OK
 
 

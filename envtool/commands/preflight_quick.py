@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envtool.cluster import here
+from envtool.history import scope
 from envtool.history.record import Recording, remember
 from envtool.judge import gpu, quick, verdict
 from envtool.judge.cluster_policy import ClusterPolicy
@@ -123,7 +124,10 @@ def run(args: QuickArgs) -> int:
         drain.show(result.findings, result.unchecked[len(UNCHECKED) :])  # the scope's left-out
     else:
         report.show(result, "table", None)
-    said = remember(args.recording, report.document(result), "preflight --quick")
+    doc = report.document(result)
+    # a job's GPUs, or their health alone: the GPU check made in part (clears no GPU finding)
+    partial = ("gpu",) if args.scope.job_gpus or not args.scope.occupancy else ()
+    said = remember(args.recording, doc, "preflight --quick", made=scope.checks(doc, partial))
     if said:
         from envtool.report import history_text
 

@@ -5,7 +5,9 @@ temporary name does not end in ``.prom``, so the collector never reads one half-
 
 Series: ``envtool_run_timestamp_seconds``, ``envtool_run_duration_seconds``,
 ``envtool_lock_info{lock_sha256}``, per host ``envtool_check_ok{host,check}`` (1, or 0 when a
-finding of that check is an error on it), ``envtool_findings{host,severity}`` (how many),
+finding of that check is an error on it; only the checks the run made on the host,
+history/scope.py: a host that did not answer has ``reachable`` 0 and no other),
+``envtool_findings{host,severity}`` (how many),
 ``envtool_finding{host,kind,severity,subject}`` (1 each, at most ``MAX_FINDINGS`` per host,
 errors first: the count above still holds every one) and
 ``envtool_allreduce_busbw_bytes_per_second{host,bytes}`` (the peak bus bandwidth over the
@@ -21,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envtool.errors import InputError
-from envtool.judge.kinds import Check, Kind
-from envtool.judge.rules import check_of
+from envtool.history import scope
+from envtool.judge.kinds import Check
 from envtool.protocol.verify_report import VerifyDocument
 from envtool.yamlio import write_atomic
 
@@ -57,13 +59,6 @@ def _series(name: str, labels: dict[str, str], value: float) -> str:
     return f"{name}{{{inner}}} {number}" if labels else f"{name} {number}"
 
 
-def _check(kind: str) -> str:
-    try:
-        return check_of(Kind(kind)).value
-    except ValueError:
-        return ""
-
-
 @dataclass(frozen=True)
 class Snapshot:
     """What the metrics say of one run: from its report, or from the history store."""
@@ -71,14 +66,17 @@ class Snapshot:
     at: float
     seconds: float
     lock_sha256: str
-    hosts: tuple[tuple[str, bool, float | None], ...]  # host, answered, peak busbw GB/s
+    hosts: tuple[tuple[str, bool, float | None, str], ...]  # host, answered, peak busbw GB/s,
+    # the checks made on it (history/scope.py's text; empty: every check)
     findings: tuple[tuple[str, str, str, str], ...]  # host, kind, severity, subject
 
 
-def snapshot(doc: VerifyDocument, at: float) -> Snapshot:
-    """A report's snapshot (``at``: when the run ended)."""
-    hosts = tuple((h.host, h.ok, h.allreduce.peak_busbw if h.allreduce else None)
-                  for h in doc.hosts)  # fmt: skip
+def snapshot(doc: VerifyDocument, at: float, made: scope.Checks | None = None) -> Snapshot:
+    """A report's snapshot (``at``: when the run ended; ``made``: each host's checks, default
+    what its report shows it was read for)."""
+    made = scope.checks(doc) if made is None else made
+    hosts = tuple((h.host, h.ok, h.allreduce.peak_busbw if h.allreduce else None,
+                   scope.text(made.get(h.host, frozenset()))) for h in doc.hosts)  # fmt: skip
     found = tuple((h, f.kind, f.severity, f.subject) for f in doc.findings for h in f.hosts)
     return Snapshot(at, doc.seconds, doc.lock_sha256 or "", hosts, found)
 
@@ -98,12 +96,14 @@ def text(run: Snapshot) -> str:
     for f in run.findings:
         found.setdefault(f[0], []).append(f)
     order = {s: i for i, s in enumerate(SEVERITIES)}
-    for name, answered, busbw in run.hosts:
+    every = tuple(c.value for c in Check)
+    for name, answered, busbw, kept in run.hosts:
         mine = sorted(found.get(name, []), key=lambda f: (order.get(f[2], 9), f[1], f[3]))
-        bad = {_check(f[1]) for f in mine if f[2] == "error"}
-        for check in Check:
-            failed = check.value in bad or (check is Check.REACHABLE and not answered)
-            add("envtool_check_ok", {"host": name, "check": check.value}, 0 if failed else 1)
+        bad = {scope.check_key(f[1]) for f in mine if f[2] == "error"}
+        made = scope.read(kept)
+        for check in sorted(made) if made is not None else every:
+            failed = check in bad or (check == Check.REACHABLE.value and not answered)
+            add("envtool_check_ok", {"host": name, "check": check}, 0 if failed else 1)
         counts = Counter(f[2] for f in mine)
         for severity in SEVERITIES:
             add("envtool_findings", {"host": name, "severity": severity}, counts[severity])

@@ -35,7 +35,7 @@ def runs(db: sqlite3.Connection, since: float = 0.0) -> list[RunRow]:
     return [RunRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows]
 
 
-Presence = list[tuple[str, int, float]]  # host, run, at: each host in each run it was in
+Presence = list[tuple[str, int, float, str]]  # host, run, at, checks (history/scope.py)
 Seen = list[tuple[int, str, str, str, str]]  # run, host, kind, subject, severity
 
 
@@ -46,7 +46,8 @@ def observations(
     where, args = "r.at >= ?", list[object]([since])
     if host:
         where, args = where + " AND h.host = ?", [*args, host]
-    present = db.execute(f"SELECT h.host, h.run, r.at FROM host_run h JOIN run r ON r.id = h.run "
+    present = db.execute(f"SELECT h.host, h.run, r.at, h.checks FROM host_run h JOIN run r ON "
+                         f"r.id = h.run "
                          f"WHERE {where} ORDER BY r.at, r.id", args).fetchall()  # fmt: skip
     fwhere = where.replace("h.host", "f.host") + (" AND f.kind = ?" if kind else "")
     seen = db.execute(f"SELECT f.run, f.host, f.kind, f.subject, f.severity FROM finding f "
@@ -57,15 +58,17 @@ def observations(
 
 def latest(
     db: sqlite3.Connection, run: int = 0
-) -> tuple[RunRow, list[tuple[str, bool, float | None]], list[tuple[str, str, str, str]]]:
-    """A run (the latest when ``run`` is 0): its row, its hosts, its findings."""
+) -> tuple[RunRow, list[tuple[str, bool, float | None, str]], list[tuple[str, str, str, str]]]:
+    """A run (the latest when ``run`` is 0): its row, its hosts (name, answered, busbw, the
+    checks made: history/scope.py), its findings."""
     rows = runs(db)
     chosen = [r for r in rows if r.id == run] if run else rows[-1:]
     if not chosen:
         raise InputError(f"history: no run {run}" if run else "history: no run recorded yet")
     row = chosen[0]
-    hosts = [(h, bool(ok), busbw) for h, ok, busbw in db.execute(
-        "SELECT host, ok, busbw FROM host_run WHERE run = ? ORDER BY host", (row.id,))]  # fmt: skip
+    hosts = [(h, bool(ok), busbw, made) for h, ok, busbw, made in db.execute(
+        "SELECT host, ok, busbw, checks FROM host_run WHERE run = ? ORDER BY host",
+        (row.id,))]  # fmt: skip
     found = [tuple(f) for f in db.execute(
         "SELECT host, kind, severity, subject FROM finding WHERE run = ? ORDER BY host, kind",
         (row.id,))]  # fmt: skip

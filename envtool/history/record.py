@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from envtool.errors import EnvtoolError
-from envtool.history import metrics, store
+from envtool.history import metrics, scope, store
 from envtool.protocol.verify_report import VerifyDocument
 
 
@@ -30,18 +30,26 @@ class Recording:
         return cls((history or store.default_path()) if wanted else None, metrics)
 
 
-def remember(recording: Recording, doc: VerifyDocument, command: str, allreduce: str = "") -> str:
-    """What could not be recorded, its parts joined by "; " (empty when everything was)."""
+def remember(
+    recording: Recording,
+    doc: VerifyDocument,
+    command: str,
+    allreduce: str = "",
+    made: scope.Checks | None = None,
+) -> str:
+    """What could not be recorded, its parts joined by "; " (empty when everything was).
+    ``made``: each host's checks (default: what the report shows; history/scope.py)."""
     at, said = time.time(), []
+    made = scope.checks(doc) if made is None else made
     if recording.history is not None:
         try:
             with store.opened(recording.history) as db:
-                store.record(db, doc, command, at, allreduce)
+                store.record(db, doc, command, at, allreduce, made)
         except (EnvtoolError, sqlite3.Error, OSError) as exc:
             said.append(f"history not recorded: {exc}")
     if recording.metrics_file is not None:
         try:
-            metrics.write(recording.metrics_file, metrics.text(metrics.snapshot(doc, at)))
+            metrics.write(recording.metrics_file, metrics.text(metrics.snapshot(doc, at, made)))
         except (EnvtoolError, OSError) as exc:
             said.append(f"metrics not written: {exc}")
     return "; ".join(said)

@@ -27,11 +27,12 @@ from pathlib import Path
 
 from envtool import __version__
 from envtool.errors import InputError, ResourceError
+from envtool.history import scope
 from envtool.judge.baseline import card_key, model_key
 from envtool.private import why_unsafe
 from envtool.protocol.verify_report import HostEntry, VerifyDocument
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: each host's checks in its run (history/scope.py)
 APPLICATION_ID = 0x656E7631  # "env1": this file is an envtool history store
 BUSY_MS = 30_000
 
@@ -43,7 +44,7 @@ CREATE TABLE run (
 CREATE TABLE host_run (
   run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, host TEXT NOT NULL,
   ok INTEGER NOT NULL, digest TEXT NOT NULL, gpu_model TEXT NOT NULL, gpus INTEGER NOT NULL,
-  busbw REAL, PRIMARY KEY (run, host));
+  busbw REAL, checks TEXT NOT NULL DEFAULT '', PRIMARY KEY (run, host));
 CREATE TABLE finding (
   run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, host TEXT NOT NULL,
   kind TEXT NOT NULL, severity TEXT NOT NULL, subject TEXT NOT NULL);
@@ -95,6 +96,22 @@ def _check(db: sqlite3.Connection, path: Path) -> None:
             f"history store {path}: written by a newer envtool (schema {version}; this one "
             f"reads {SCHEMA_VERSION}): upgrade envtool, or use another --history"
         )
+    if version < SCHEMA_VERSION:
+        _upgrade(db, version)
+
+
+def _upgrade(db: sqlite3.Connection, version: int) -> None:
+    """A store of an older schema brought to this one in one transaction (its runs kept:
+    schema 1's hosts have no checks, read as every check, as that envtool judged them)."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if db.execute("PRAGMA user_version").fetchone()[0] == 1 == version:
+            db.execute("ALTER TABLE host_run ADD COLUMN checks TEXT NOT NULL DEFAULT ''")
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 @contextlib.contextmanager
@@ -148,11 +165,18 @@ def _pairs(run: int, doc: VerifyDocument) -> list[tuple[int, str, str, str, floa
 
 
 def record(
-    db: sqlite3.Connection, doc: VerifyDocument, command: str, at: float, allreduce: str = ""
+    db: sqlite3.Connection,
+    doc: VerifyDocument,
+    command: str,
+    at: float,
+    allreduce: str = "",
+    made: scope.Checks | None = None,
 ) -> int:
     """The run's id; one transaction (another writer waits up to the busy timeout).
     ``allreduce``: the run's mode and sizes (``node -b 8 -e 32M ...``): a baseline is taken
-    only from runs that measured the same way."""
+    only from runs that measured the same way. ``made``: each host's checks (default: what
+    its report shows it was read for, history/scope.py)."""
+    made = scope.checks(doc) if made is None else made
     try:
         db.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
@@ -166,8 +190,10 @@ def record(
         for host in doc.hosts:
             model, count = _gpu(host)
             busbw = host.allreduce.peak_busbw if host.allreduce is not None else None
-            db.execute("INSERT INTO host_run VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (run, host.host, host.ok, digest(host), model, count, busbw))  # fmt: skip
+            checks = scope.text(made.get(host.host, frozenset({"reachable"})))
+            db.execute("INSERT INTO host_run VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (run, host.host, host.ok, digest(host), model, count, busbw,
+                        checks))  # fmt: skip
         cards = [(run, host.host, card_key(d.index, d.uuid), d.pcie_width_current,
                   d.memory_total_mib) for host in doc.hosts if host.gpus is not None
                  for d in host.gpus.devices]  # fmt: skip

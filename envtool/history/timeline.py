@@ -1,12 +1,14 @@
 """A finding's life on a host, from the store's observations (pure): when it was first and
 last seen, when it cleared (the first run after it in which the host answered without it),
-and how often it came back after clearing. A run in which the host was not present says
-nothing of it: an unreachable night is not a fix."""
+and how often it came back after clearing. A run in which the host was not present, or did
+not look for the finding (history/scope.py: it did not answer, or that run did not make the
+finding's check on it), says nothing of it: an unreachable night is not a fix."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from envtool.history import scope
 from envtool.history.queries import Presence, Seen
 
 
@@ -27,9 +29,9 @@ class Life:
 
 def lives(present: Presence, seen: Seen) -> list[Life]:
     """Every (host, kind, subject) ever seen, by host then first seen."""
-    by_host: dict[str, list[tuple[int, float]]] = {}
-    for host, run, at in present:
-        by_host.setdefault(host, []).append((run, at))
+    by_host: dict[str, list[tuple[int, float, frozenset[str] | None]]] = {}
+    for host, run, at, kept in present:
+        by_host.setdefault(host, []).append((run, at, scope.read(kept)))
     found: dict[tuple[str, str, str], dict[int, str]] = {}
     for run, host, kind, subject, severity in seen:
         found.setdefault((host, kind, subject), {})[run] = severity
@@ -38,7 +40,9 @@ def lives(present: Presence, seen: Seen) -> list[Life]:
         first = last = cleared = None
         came_back = count = 0
         severity = ""
-        for run, at in by_host.get(host, []):
+        for run, at, made in by_host.get(host, []):
+            if run not in in_runs and not scope.looked(made, kind):
+                continue
             if run in in_runs:
                 if first is None:
                     first = at

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
 
+from envtool.history import scope
 from envtool.history.queries import RunRow
 from envtool.history.timeline import Life
 from envtool.protocol import schemas
@@ -76,9 +77,10 @@ Found = list[tuple[str, str, str, str]]  # host, kind, severity, subject
 Digests = tuple[dict[str, str], dict[str, str]]  # each host's facts digest, run A and run B
 
 
-def diff(a: int, b: int, hosts_a: list[str], hosts_b: list[str], found_a: Found,
-         found_b: Found, digests: Digests, fmt: str) -> None:  # fmt: skip
-    """Per host: findings new in run B, gone since run A, facts changed, hosts in one only."""
+def diff(a: int, b: int, hosts_a: list[str], hosts_b: dict[str, frozenset[str] | None],
+         found_a: Found, found_b: Found, digests: Digests, fmt: str) -> None:  # fmt: skip
+    """Per host: findings new in run B, gone since run A (cleared, or not looked for by run
+    B: ``hosts_b``' checks, history/scope.py), facts changed, hosts in one run only."""
     rows = []
     for host in sorted(set(hosts_a) | set(hosts_b)):
         if host not in hosts_b:
@@ -89,7 +91,8 @@ def diff(a: int, b: int, hosts_a: list[str], hosts_b: list[str], found_a: Found,
         was = {(k, s, sev) for h, k, sev, s in found_a if h == host}
         now = {(k, s, sev) for h, k, sev, s in found_b if h == host}
         rows += [(host, "new", f"{k} {s} ({sev})".strip()) for k, s, sev in sorted(now - was)]
-        rows += [(host, "cleared", f"{k} {s} ({sev})".strip()) for k, s, sev in sorted(was - now)]
+        rows += [(host, "cleared" if scope.looked(hosts_b[host], k) else "not checked in run B",
+                  f"{k} {s} ({sev})".strip()) for k, s, sev in sorted(was - now)]  # fmt: skip
         if host in hosts_a and digests[0].get(host) != digests[1].get(host):
             rows.append((host, "facts changed", ""))
     if fmt == "json":

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import VIRTUAL_CUDA, require, run_main
+from fixtures import promtool
 from fixtures.channel import build_channel, realistic_packages
 from fixtures.gpu import cuda_devices, ddp_plan
 from fixtures.prefixes import add_dist_info, install_prefix
@@ -430,3 +431,37 @@ def test_a_record_with_the_locked_name_but_another_hash_fails(lab: Lab, tmp_path
     assert code == 1
     line = _lines(out)["packages"]
     assert line.startswith("✗") and "artifact-differs nccl" in line and "sha256 000000" in line
+
+
+def test_doctor_runs_are_remembered_and_say_nothing_of_verify(lab: Lab, tmp_path: Path) -> None:
+    """A failing doctor run (no environment) then a passing one, recorded with --history and
+    --metrics-file: the environment step's failure first seen and cleared; a verify finding on
+    this machine recorded before stays (a doctor run does not check it); metrics of the
+    doctor's own steps, which promtool accepts."""
+    from envtool.history import store
+    from envtool.protocol.verify_report import FindingEntry, HostEntry, VerifyDocument
+
+    history, prom, host = tmp_path / "h.sqlite", tmp_path / "doctor.prom", socket.gethostname()
+    entry = HostEntry(host, True, None, 1.0, (), 9, None, None)
+    verify = VerifyDocument(None, 1.0, False, (entry,),
+                            (FindingEntry("version-differs", "error", "nccl", "2.18.3.1",
+                                          "2.16.5.1", "install it", (host,)),))  # fmt: skip
+    with store.opened(history) as db:
+        store.record(db, verify, "verify", time.time() - 60)
+    rec = ("--history", str(history), "--metrics-file", str(prom), "--no-ddp", "--min-gpus", "0")
+    code, out, err = lab.doctor("--prefix", str(tmp_path / "nowhere"), *rec, *_ports())
+    assert code == 1 and "history not recorded" not in err, out + err
+    assert f'envtool_check_ok{{host="{host}",check="doctor-environment"}} 0' in prom.read_text()
+    assert 'check="doctor-torch"' not in prom.read_text()  # skipped: not checked
+    assert promtool.check(prom.read_text()).returncode == 0
+    code, out, err = lab.doctor("--prefix", str(lab.good), *rec, *_ports())
+    assert "history not recorded" not in err, out + err
+    assert f'envtool_check_ok{{host="{host}",check="doctor-environment"}} 1' in prom.read_text()
+    code, out, _ = run_main(main, lab.root, [], ("history", "--history", str(history),
+                                                 "--format", "json"))  # fmt: skip
+    assert code == 0
+    doc = json.loads(out)
+    assert [r["command"] for r in doc["runs"]] == ["verify", "doctor", "doctor"]
+    lives = {life["kind"]: life for life in doc["findings"]}
+    assert lives["doctor-environment"]["cleared_at"] == doc["runs"][2]["at"]
+    assert lives["version-differs"]["cleared_at"] is None  # the doctor did not look for it

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import require
+from fixtures import promtool
 
 from envtool.errors import InputError
 from envtool.history import metrics
@@ -36,20 +37,13 @@ def _doc(findings: int = 1) -> VerifyDocument:
     return VerifyDocument("conda-lock.yml", 3.5, False, hosts, found, lock_sha256="c" * 64)
 
 
-def _promtool(text: str) -> subprocess.CompletedProcess[str]:
-    tool = shutil.which("promtool")
-    require(tool is not None, "promtool is not installed (apt-get install prometheus)")
-    assert tool is not None
-    return subprocess.run([tool, "check", "metrics"], input=text, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
-
-
 def test_promtool_accepts_the_file_with_hostile_labels() -> None:
     text = metrics.text(metrics.snapshot(_doc(), 1764720000.0))
-    ran = _promtool(text)
+    ran = promtool.check(text)
     assert ran.returncode == 0 and ran.stdout + ran.stderr == "", ran.stdout + ran.stderr
     assert 'host="node\\"3\\\\x{y}\\nz"' in text  # quote, backslash, line feed escaped
     assert 'envtool_check_ok{host="node4",check="reachable"} 0' in text
+    assert 'envtool_check_ok{host="node4",check="lock"}' not in text  # not answered: unchecked
     assert 'envtool_check_ok{host="node1",check="lock"} 1' in text
     assert (
         'envtool_allreduce_busbw_bytes_per_second{host="node1",bytes="peak"} 412500000000' in text
@@ -61,7 +55,7 @@ def test_finding_series_are_bounded_per_host_and_the_count_keeps_them_all() -> N
     text = metrics.text(metrics.snapshot(_doc(findings=500), 0.0))
     assert text.count("envtool_finding{") == metrics.MAX_FINDINGS
     assert 'envtool_findings{host="node\\"3\\\\x{y}\\nz",severity="error"} 500' in text
-    assert _promtool(text).returncode == 0
+    assert promtool.check(text).returncode == 0
 
 
 def test_the_file_is_a_prom_file_written_whole(tmp_path: Path) -> None:
@@ -140,4 +134,4 @@ def test_a_terminal_sequence_in_a_label_never_reaches_the_terminal() -> None:
     text = metrics.text(metrics.snapshot(doc, 0.0))
     assert 'subject="nccl\ufffd[2J\ufffd\ufffd"' in text
     assert not any(ch in text for ch in "\x1b\r\x07")
-    assert _promtool(text).returncode == 0
+    assert promtool.check(text).returncode == 0
