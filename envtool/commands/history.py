@@ -76,6 +76,8 @@ def show_metrics(path: Path, run_id: int = 0) -> int:
     """The latest (or ``run_id``'s) run's metrics, as the textfile collector reads them."""
     with store.opened(path, create=False) as db:
         row, hosts, found = queries.latest(db, run_id)
-    snap = metrics.Snapshot(row.at, row.seconds, row.lock_sha256, tuple(hosts), tuple(found))
+        sized = queries.sizes(db, row.id)
+    snap = metrics.Snapshot(row.at, row.seconds, row.lock_sha256, tuple(hosts), tuple(found),
+                            tuple(sized))  # fmt: skip
     sys.stdout.write(metrics.text(snap))
     return EXIT_OK

@@ -10,10 +10,11 @@ history/scope.py: a host that did not answer has ``reachable`` 0 and no other),
 ``envtool_findings{host,severity}`` (how many),
 ``envtool_finding{host,kind,severity,subject}`` (1 each, at most ``MAX_FINDINGS`` per host,
 errors first: the count above still holds every one) and
-``envtool_allreduce_busbw_bytes_per_second{host,bytes}`` (the peak bus bandwidth over the
-largest sizes run; ``bytes="peak"``: the report keeps no per-size figures). Label values are
-escaped as the format requires (backslash, double quote, line feed). For 1,000 hosts the file
-holds at most 3 + 1,000 x (9 checks + 3 severities + 20 findings + 1) = 33,003 series."""
+``envtool_allreduce_busbw_bytes_per_second{host,bytes}`` (``bytes="peak"``: the peak bus
+bandwidth over the largest sizes run; ``bytes="33554432"``...: each of the ``MAX_SIZES``
+largest sizes run, the bandwidth-bound ones). Label values are escaped as the format requires
+(backslash, double quote, line feed). For 1,000 hosts the file holds at most
+3 + 1,000 x (9 checks + 3 severities + 20 findings + 1 peak + 8 sizes) = 41,003 series."""
 
 from __future__ import annotations
 
@@ -24,11 +25,13 @@ from pathlib import Path
 
 from envtool.errors import InputError
 from envtool.history import scope
+from envtool.history.store import KEPT_SIZES
 from envtool.judge.kinds import Check
 from envtool.protocol.verify_report import VerifyDocument
 from envtool.yamlio import write_atomic
 
 MAX_FINDINGS = 20  # finding series per host
+MAX_SIZES = KEPT_SIZES  # per-size busbw series per host: the largest sizes run, as kept
 SEVERITIES = ("error", "warning", "info")
 _HELP = {
     "envtool_run_timestamp_seconds": ("gauge", "When the envtool run ended (Unix time)."),
@@ -38,7 +41,8 @@ _HELP = {
     "envtool_findings": ("gauge", "How many findings of this severity the host has."),
     "envtool_finding": ("gauge", "A finding on a host (1 while present)."),
     "envtool_allreduce_busbw_bytes_per_second": (
-        "gauge", "The host's all-reduce bus bandwidth (peak over the largest sizes)."),
+        "gauge", "The host's all-reduce bus bandwidth (peak over the largest sizes, or at one "
+        "size in bytes)."),
 }  # fmt: skip
 
 
@@ -69,6 +73,7 @@ class Snapshot:
     hosts: tuple[tuple[str, bool, float | None, str], ...]  # host, answered, peak busbw GB/s,
     # the checks made on it (history/scope.py's text; empty: every check)
     findings: tuple[tuple[str, str, str, str], ...]  # host, kind, severity, subject
+    sizes: tuple[tuple[str, int, float], ...] = ()  # host, bytes, busbw GB/s: each size run
 
 
 def snapshot(doc: VerifyDocument, at: float, made: scope.Checks | None = None) -> Snapshot:
@@ -78,7 +83,8 @@ def snapshot(doc: VerifyDocument, at: float, made: scope.Checks | None = None) -
     hosts = tuple((h.host, h.ok, h.allreduce.peak_busbw if h.allreduce else None,
                    scope.text(made.get(h.host, frozenset()))) for h in doc.hosts)  # fmt: skip
     found = tuple((h, f.kind, f.severity, f.subject) for f in doc.findings for h in f.hosts)
-    return Snapshot(at, doc.seconds, doc.lock_sha256 or "", hosts, found)
+    sizes = tuple((h.host, b, f) for h in doc.hosts if h.allreduce for b, f in h.allreduce.sizes)
+    return Snapshot(at, doc.seconds, doc.lock_sha256 or "", hosts, found, sizes)
 
 
 def text(run: Snapshot) -> str:
@@ -96,6 +102,9 @@ def text(run: Snapshot) -> str:
     for f in run.findings:
         found.setdefault(f[0], []).append(f)
     order = {s: i for i, s in enumerate(SEVERITIES)}
+    sized: dict[str, dict[int, float]] = {}
+    for host, size, figure in run.sizes:
+        sized.setdefault(host, {})[size] = figure
     every = tuple(c.value for c in Check)
     for name, answered, busbw, kept in run.hosts:
         mine = sorted(found.get(name, []), key=lambda f: (order.get(f[2], 9), f[1], f[3]))
@@ -113,6 +122,9 @@ def text(run: Snapshot) -> str:
         if busbw is not None:
             add("envtool_allreduce_busbw_bytes_per_second", {"host": name, "bytes": "peak"},
                 round(busbw * 1e9))  # fmt: skip
+        for size, figure in sorted(sized.get(name, {}).items())[-MAX_SIZES:]:
+            add("envtool_allreduce_busbw_bytes_per_second", {"host": name, "bytes": str(size)},
+                round(figure * 1e9))  # fmt: skip
     out = []
     for metric, (kind, helptext) in _HELP.items():
         if lines[metric]:

@@ -75,6 +75,13 @@ def latest(
     return row, hosts, found
 
 
+def sizes(db: sqlite3.Connection, run: int) -> list[tuple[str, int, float]]:
+    """Each host's busbw at each size in one run (host, bytes, GB/s)."""
+    rows = db.execute("SELECT host, bytes, busbw FROM allreduce_size WHERE run = ? ORDER BY "
+                      "host, bytes", (run,)).fetchall()  # fmt: skip
+    return [(str(h), int(b), float(f)) for h, b, f in rows]
+
+
 def digests(db: sqlite3.Connection, run: int) -> dict[str, str]:
     """Each host's facts digest in one run."""
     return dict(db.execute("SELECT host, digest FROM host_run WHERE run = ?", (run,)).fetchall())

@@ -1,7 +1,8 @@
 """The history store: one SQLite file (the standard library's ``sqlite3``) that every
 recorded verify run goes into, in one transaction: the run (when, the command, the lock's
 sha256, envtool's version, who, how long, its verdict), each host's presence with its facts
-digest, GPU model and all-reduce figure, and each host's findings (kind, severity, subject).
+digest, GPU model, all-reduce figures (the peak, and each of the ``KEPT_SIZES`` largest sizes'),
+the checks the run made on it (history/scope.py), and each host's findings.
 
 Two runs at once (two Slurm prologs, cron beside an admin) never corrupt or lose a record:
 WAL journal, a busy timeout, and ``BEGIN IMMEDIATE`` so a writer waits for the other instead
@@ -32,10 +33,14 @@ from envtool.judge.baseline import card_key, model_key
 from envtool.private import why_unsafe
 from envtool.protocol.verify_report import HostEntry, VerifyDocument
 
-SCHEMA_VERSION = 2  # 2: each host's checks in its run (history/scope.py)
+SCHEMA_VERSION = 2  # 2: each host's checks in its run (history/scope.py), its busbw per size
 APPLICATION_ID = 0x656E7631  # "env1": this file is an envtool history store
 BUSY_MS = 30_000
+KEPT_SIZES = 8  # per host and run: the largest sizes run, the bandwidth-bound ones
 
+_SIZES = ("CREATE TABLE allreduce_size (run INTEGER NOT NULL REFERENCES run(id) ON DELETE "
+          "CASCADE, host TEXT NOT NULL, bytes INTEGER NOT NULL, busbw REAL NOT NULL)",
+          "CREATE INDEX allreduce_size_run ON allreduce_size (run, host)")  # schema 2  # fmt: skip
 _TABLES = """
 CREATE TABLE run (
   id INTEGER PRIMARY KEY, at REAL NOT NULL, command TEXT NOT NULL, lock_sha256 TEXT,
@@ -54,11 +59,12 @@ CREATE TABLE gpu_run (
 CREATE TABLE pair_run (
   run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, a TEXT NOT NULL, b TEXT NOT NULL,
   model TEXT NOT NULL, busbw REAL NOT NULL);
+{sizes};
 CREATE INDEX finding_key ON finding (host, kind, subject, run);
 CREATE INDEX gpu_run_host ON gpu_run (host, gpu, run);
 CREATE INDEX host_run_host ON host_run (host, run);
 CREATE INDEX run_at ON run (at);
-"""
+""".format(sizes=";\n".join(_SIZES))
 
 
 def default_path() -> Path:
@@ -107,6 +113,8 @@ def _upgrade(db: sqlite3.Connection, version: int) -> None:
     try:
         if db.execute("PRAGMA user_version").fetchone()[0] == 1 == version:
             db.execute("ALTER TABLE host_run ADD COLUMN checks TEXT NOT NULL DEFAULT ''")
+            for statement in _SIZES:
+                db.execute(statement)
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.execute("COMMIT")
     except BaseException:
@@ -199,6 +207,9 @@ def record(
                  for d in host.gpus.devices]  # fmt: skip
         db.executemany("INSERT INTO gpu_run VALUES (?, ?, ?, ?, ?)", cards)
         db.executemany("INSERT INTO pair_run VALUES (?, ?, ?, ?, ?)", _pairs(run, doc))
+        sizes = [(run, host.host, size, busbw) for host in doc.hosts if host.allreduce
+                 for size, busbw in sorted(host.allreduce.sizes)[-KEPT_SIZES:]]  # fmt: skip
+        db.executemany("INSERT INTO allreduce_size VALUES (?, ?, ?, ?)", sizes)
         rows = [(run, h, f.kind, f.severity, f.subject) for f in doc.findings for h in f.hosts]
         db.executemany("INSERT INTO finding VALUES (?, ?, ?, ?, ?)", rows)
         db.execute("COMMIT")

@@ -3,6 +3,7 @@ table, written as JSON (protocol/verify_report.py) or as JUnit (report/junit.py)
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,8 +77,12 @@ def _allreduce(r: HostReport) -> vr.AllReduceEntry | None:
     if ar is None:
         return None
     error = visible(ar.error) if ar.error else None
+    best = {row.size: max(row.oop.busbw, row.ip.busbw) for row in ar.rows if row.size > 0}
+    # the largest sizes (the bandwidth's), as many as a report holds, only figures it can hold
+    kept = sorted(best)[-vr.MAX_SIZES :]
+    sizes = tuple((b, best[b]) for b in kept if math.isfinite(best[b]) and best[b] >= 0)
     return vr.AllReduceEntry(visible(ar.backend), ar.nranks, ar.peak_busbw, ar.wrong_total, error,
-                             ar.member)  # fmt: skip
+                             ar.member, sizes)  # fmt: skip
 
 
 def host_entry(r: HostReport) -> vr.HostEntry:

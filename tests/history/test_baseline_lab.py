@@ -60,3 +60,8 @@ def test_the_node_slowed_by_tc_is_below_its_fleets_median_and_its_peers_are_not(
         for d in (first, second, third)
     ]  # type: ignore
     assert _below(third) == [["node3"]], figures
+    # each size's figure kept: in the report, the store, and `envtool metrics` from the store
+    node3 = next(h for h in third["hosts"] if h["host"] == "node3")  # type: ignore
+    assert [b for b, _ in node3["allreduce"]["sizes"]] == [256 << 10, 512 << 10, 1 << 20, 2 << 20]
+    _, out, _ = project.run("metrics", "--history", str(store))
+    assert 'envtool_allreduce_busbw_bytes_per_second{host="node3",bytes="2097152"}' in out

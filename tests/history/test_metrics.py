@@ -28,7 +28,8 @@ HOSTILE = 'node"3\\x{y}\nz'
 
 
 def _doc(findings: int = 1) -> VerifyDocument:
-    ar = AllReduceEntry("nccl", 8, 412.5, 0, None)
+    sweep = tuple((8 << i, 412.5 * i / 22) for i in range(23))  # 8 B to 32 MiB by 2
+    ar = AllReduceEntry("nccl", 8, 412.5, 0, None, sizes=sweep)
     hosts = (HostEntry("node1", True, None, 1.0, (), 10, None, ar),
              HostEntry(HOSTILE, True, None, 1.0, (), 10, None, None),
              HostEntry("node4", False, "unreachable", 1.0, (), None, None, None))  # fmt: skip
@@ -49,6 +50,15 @@ def test_promtool_accepts_the_file_with_hostile_labels() -> None:
         'envtool_allreduce_busbw_bytes_per_second{host="node1",bytes="peak"} 412500000000' in text
     )
     assert 'envtool_lock_info{lock_sha256="' + "c" * 64 + '"} 1' in text
+    sized = [
+        line
+        for line in text.splitlines()
+        if line.startswith('envtool_allreduce_busbw_bytes_per_second{host="node1",bytes="')
+        and "peak" not in line
+    ]
+    assert len(sized) == metrics.MAX_SIZES  # the 8 largest of the 23 sizes run
+    assert sized[-1] == ('envtool_allreduce_busbw_bytes_per_second{host="node1",'
+                         'bytes="33554432"} 412500000000')  # fmt: skip
 
 
 def test_finding_series_are_bounded_per_host_and_the_count_keeps_them_all() -> None:
