@@ -33,6 +33,7 @@ from envtool.report import history_text
 
 DAY = 86400.0
 START = 1767225600.0  # 2026-01-01 UTC
+SWEEP = tuple((8 << 2 * i, 380.0 * i / 11) for i in range(12))  # verify's -b 8 -e 32M -f 4
 
 
 def nights(hosts: int, count: int, seed: int = 7) -> list[VerifyDocument]:
@@ -49,7 +50,8 @@ def nights(hosts: int, count: int, seed: int = 7) -> list[VerifyDocument]:
         down = set(rnd.sample(names, 2))
         entries = [HostEntry(n, n not in down, "unreachable" if n in down else None, 1.0, (),
                              None if n in down else 312, None,
-                             None if n in down else AllReduceEntry("nccl", 8, 380.0, 0, None))
+                             None if n in down else AllReduceEntry("nccl", 8, 380.0, 0, None,
+                                                                   sizes=SWEEP))
                    for n in names]  # fmt: skip
         found = []
         late = tuple(sorted(h for h in drift if h not in down))

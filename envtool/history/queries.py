@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from envtool.errors import InputError
+from envtool.history.store import sizes_read
 from envtool.judge.baseline import model_key
 
 Figures = dict[str, tuple[tuple[float, ...], tuple[int, ...]]]  # model → figures, their runs
@@ -76,10 +77,9 @@ def latest(
 
 
 def sizes(db: sqlite3.Connection, run: int) -> list[tuple[str, int, float]]:
-    """Each host's busbw at each size in one run (host, bytes, GB/s)."""
-    rows = db.execute("SELECT host, bytes, busbw FROM allreduce_size WHERE run = ? ORDER BY "
-                      "host, bytes", (run,)).fetchall()  # fmt: skip
-    return [(str(h), int(b), float(f)) for h, b, f in rows]
+    """Each host's busbw at each size kept in one run (host, bytes, GB/s)."""
+    rows = db.execute("SELECT host, sizes FROM host_run WHERE run = ? ORDER BY host", (run,))
+    return [(str(h), b, f) for h, kept in rows for b, f in sizes_read(kept)]
 
 
 def digests(db: sqlite3.Connection, run: int) -> dict[str, str]:

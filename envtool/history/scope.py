@@ -66,6 +66,7 @@ def text(made: frozenset[str]) -> str:
     return ",".join(sorted(made))
 
 
+@functools.cache
 def read(kept: str) -> frozenset[str] | None:
     """The store's text back; None for a run recorded before checks were kept (every one)."""
     return frozenset(kept.split(",")) if kept else None

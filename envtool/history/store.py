@@ -38,9 +38,6 @@ APPLICATION_ID = 0x656E7631  # "env1": this file is an envtool history store
 BUSY_MS = 30_000
 KEPT_SIZES = 8  # per host and run: the largest sizes run, the bandwidth-bound ones
 
-_SIZES = ("CREATE TABLE allreduce_size (run INTEGER NOT NULL REFERENCES run(id) ON DELETE "
-          "CASCADE, host TEXT NOT NULL, bytes INTEGER NOT NULL, busbw REAL NOT NULL)",
-          "CREATE INDEX allreduce_size_run ON allreduce_size (run, host)")  # schema 2  # fmt: skip
 _TABLES = """
 CREATE TABLE run (
   id INTEGER PRIMARY KEY, at REAL NOT NULL, command TEXT NOT NULL, lock_sha256 TEXT,
@@ -49,7 +46,8 @@ CREATE TABLE run (
 CREATE TABLE host_run (
   run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, host TEXT NOT NULL,
   ok INTEGER NOT NULL, digest TEXT NOT NULL, gpu_model TEXT NOT NULL, gpus INTEGER NOT NULL,
-  busbw REAL, checks TEXT NOT NULL DEFAULT '', PRIMARY KEY (run, host));
+  busbw REAL, checks TEXT NOT NULL DEFAULT '', sizes TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (run, host));
 CREATE TABLE finding (
   run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, host TEXT NOT NULL,
   kind TEXT NOT NULL, severity TEXT NOT NULL, subject TEXT NOT NULL);
@@ -59,12 +57,11 @@ CREATE TABLE gpu_run (
 CREATE TABLE pair_run (
   run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, a TEXT NOT NULL, b TEXT NOT NULL,
   model TEXT NOT NULL, busbw REAL NOT NULL);
-{sizes};
 CREATE INDEX finding_key ON finding (host, kind, subject, run);
 CREATE INDEX gpu_run_host ON gpu_run (host, gpu, run);
 CREATE INDEX host_run_host ON host_run (host, run);
 CREATE INDEX run_at ON run (at);
-""".format(sizes=";\n".join(_SIZES))
+"""
 
 
 def default_path() -> Path:
@@ -113,8 +110,7 @@ def _upgrade(db: sqlite3.Connection, version: int) -> None:
     try:
         if db.execute("PRAGMA user_version").fetchone()[0] == 1 == version:
             db.execute("ALTER TABLE host_run ADD COLUMN checks TEXT NOT NULL DEFAULT ''")
-            for statement in _SIZES:
-                db.execute(statement)
+            db.execute("ALTER TABLE host_run ADD COLUMN sizes TEXT NOT NULL DEFAULT ''")
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.execute("COMMIT")
     except BaseException:
@@ -199,17 +195,15 @@ def record(
             model, count = _gpu(host)
             busbw = host.allreduce.peak_busbw if host.allreduce is not None else None
             checks = scope.text(made.get(host.host, frozenset({"reachable"})))
-            db.execute("INSERT INTO host_run VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                       (run, host.host, host.ok, digest(host), model, count, busbw,
-                        checks))  # fmt: skip
+            sizes = sizes_text(host.allreduce.sizes) if host.allreduce is not None else ""
+            db.execute("INSERT INTO host_run VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (run, host.host, host.ok, digest(host), model, count, busbw, checks,
+                        sizes))  # fmt: skip
         cards = [(run, host.host, card_key(d.index, d.uuid), d.pcie_width_current,
                   d.memory_total_mib) for host in doc.hosts if host.gpus is not None
                  for d in host.gpus.devices]  # fmt: skip
         db.executemany("INSERT INTO gpu_run VALUES (?, ?, ?, ?, ?)", cards)
         db.executemany("INSERT INTO pair_run VALUES (?, ?, ?, ?, ?)", _pairs(run, doc))
-        sizes = [(run, host.host, size, busbw) for host in doc.hosts if host.allreduce
-                 for size, busbw in sorted(host.allreduce.sizes)[-KEPT_SIZES:]]  # fmt: skip
-        db.executemany("INSERT INTO allreduce_size VALUES (?, ?, ?, ?)", sizes)
         rows = [(run, h, f.kind, f.severity, f.subject) for f in doc.findings for h in f.hosts]
         db.executemany("INSERT INTO finding VALUES (?, ?, ?, ?, ?)", rows)
         db.execute("COMMIT")
@@ -217,6 +211,22 @@ def record(
         db.execute("ROLLBACK")
         raise
     return run
+
+
+def sizes_text(sizes: tuple[tuple[int, float], ...]) -> str:
+    """The ``KEPT_SIZES`` largest sizes as the store keeps them: ``bytes:GB/s`` (to the
+    MB/s), comma-joined."""
+    return ",".join(f"{b}:{round(f, 3)!r}" for b, f in sorted(sizes)[-KEPT_SIZES:])
+
+
+def sizes_read(kept: str) -> tuple[tuple[int, float], ...]:
+    """``sizes_text`` read back (a value that is not one is left out: the store is ours)."""
+    out = []
+    for part in kept.split(",") if kept else ():
+        size, _, figure = part.partition(":")
+        with contextlib.suppress(ValueError):
+            out.append((int(size), float(figure)))
+    return tuple(out)
 
 
 def _user() -> str:

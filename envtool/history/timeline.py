@@ -40,9 +40,10 @@ def lives(present: Presence, seen: Seen) -> list[Life]:
         first = last = cleared = None
         came_back = count = 0
         severity = ""
+        check = scope.check_key(kind)
         for run, at, made in by_host.get(host, []):
-            if run not in in_runs and not scope.looked(made, kind):
-                continue
+            if made is not None and check not in made and run not in in_runs:
+                continue  # this run did not look for it on this host
             if run in in_runs:
                 if first is None:
                     first = at

@@ -92,8 +92,8 @@ def test_a_doctor_run_clears_its_own_steps_only(tmp_path: Path) -> None:
 def test_a_schema_1_store_is_upgraded_and_read_as_before(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
     with sqlite3.connect(path) as db:  # schema 1, as envtool 0.x wrote it: no checks kept
-        schema_1 = store._TABLES.replace(", checks TEXT NOT NULL DEFAULT ''", "")
-        db.executescript(schema_1.replace(";\n".join(store._SIZES) + ";", ""))
+        db.executescript(store._TABLES.replace(", checks TEXT NOT NULL DEFAULT '', sizes TEXT "
+                                               "NOT NULL DEFAULT ''", ""))  # fmt: skip
         db.execute(f"PRAGMA application_id = {store.APPLICATION_ID}")
         db.execute("PRAGMA user_version = 1")
         for run, (host, found) in enumerate([("n2", True), ("n2", False)], start=1):
