@@ -45,3 +45,20 @@ def test_after_the_fix_only_what_still_drifts_or_failed() -> None:
     xml = fix_junit.render(plans, done, after)
     assert _cases(xml) == {"node1": None, "node2": None, "node3": "drift"}
     assert 'failures="1"' in xml and "env.envtool-gen-1 (exchange)" in xml
+
+
+def test_the_text_says_the_processes_it_could_not_read(capsys: object) -> None:
+    """A node whose prune removed a generation while 2 processes could not be read (another
+    user's: their maps are closed to this one): the text says so, never a silent removal."""
+    from dataclasses import replace
+
+    from envtool.report import fix_text
+
+    done = {"node2": replace(_rec((NCCL,), applied=True), removed=("env.envtool-gen-0",),
+                             unread=2)}  # fmt: skip
+    after = VerifyDocument(None, 1.0, True, (), ())
+    fix_text.show_result(after, after, {"node2": _rec((NCCL,))}, done, "text")
+    out = " ".join(capsys.readouterr().out.split())  # type: ignore[attr-defined]
+    assert "removed: env.envtool-gen-0" in out
+    assert "not checked: 2 processes this user cannot read" in out
+    assert "run the fix as root to check them" in out
