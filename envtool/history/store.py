@@ -100,15 +100,16 @@ def _check(db: sqlite3.Connection, path: Path) -> None:
             f"reads {SCHEMA_VERSION}): upgrade envtool, or use another --history"
         )
     if version < SCHEMA_VERSION:
-        _upgrade(db, version)
+        _upgrade(db)
 
 
-def _upgrade(db: sqlite3.Connection, version: int) -> None:
+def _upgrade(db: sqlite3.Connection) -> None:
     """A store of an older schema brought to this one in one transaction (its runs kept:
     schema 1's hosts have no checks, read as every check, as that envtool judged them)."""
     db.execute("BEGIN IMMEDIATE")
     try:
-        if db.execute("PRAGMA user_version").fetchone()[0] == 1 == version:
+        if db.execute("PRAGMA user_version").fetchone()[0] == 1:  # read again: another
+            # writer may have upgraded it while this one waited for the lock
             db.execute("ALTER TABLE host_run ADD COLUMN checks TEXT NOT NULL DEFAULT ''")
             db.execute("ALTER TABLE host_run ADD COLUMN sizes TEXT NOT NULL DEFAULT ''")
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
