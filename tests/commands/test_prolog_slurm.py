@@ -157,6 +157,10 @@ def test_a_prolog_judges_only_the_gpus_its_job_was_given(lab: Lab) -> None:
     second = lab.submit("node1", 1)  # GPU 0 is the first job's: this one gets GPU 1
     lab.prolog_ran(second)
     assert lab.node("node1", "Reason").startswith(f"envtool: gpu-busy GPU 1 pid {FOREIGN}")
+    # the refused job is COMPLETING for a moment (its Prolog failed): then the node is
+    # MIXED+DRAIN, the first job still on it
+    _until(lambda: "COMPLETING" not in lab.node("node1", "State"), 20,
+           lambda: lab.node("node1", "State"))  # fmt: skip
     assert lab.node("node1", "State") == "MIXED+DRAIN"
     assert (second, "node1", 1) in lab.runs()
     _until(lambda: lab.job(second, "Reason") == "launch_failed_requeued_held", 20,
