@@ -8,9 +8,11 @@ facts). Measured in one run:
   making that run's report JSON (``verify_report.dumps``: what every run pays anyway);
 - ``envtool history`` (the store's two queries, the timeline and its text) against the
   ``sqlite3`` command running the same two queries, at 1, 3 and 12 months: how it grows;
-- the metrics file's size for 1,000 hosts.
+- the metrics file's size for 1,000 hosts;
+- ``envtool history`` (the process: wall time and its peak RSS) on one host's 10,000,
+  100,000 and 1,000,000 runs, against ``sqlite3`` running the same queries.
 
-    python bench/bench_history.py [--hosts 1000] [--nights 365]
+    python bench/bench_history.py [--hosts 1000] [--nights 365] [--runs-only]
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import os
 import random
 import shutil
 import subprocess
@@ -26,10 +29,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from envtool.history import metrics, queries, store, timeline
-from envtool.protocol import verify_report
-from envtool.protocol.verify_report import AllReduceEntry, FindingEntry, HostEntry, VerifyDocument
-from envtool.report import history_text
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))  # the store of many runs the tests read too
+sys.path.insert(0, str(REPO))
+
+from fixtures import history_runs  # noqa: E402
+
+from envtool.history import metrics, queries, store, timeline  # noqa: E402
+from envtool.protocol import verify_report  # noqa: E402
+from envtool.protocol.verify_report import (  # noqa: E402
+    AllReduceEntry,
+    FindingEntry,
+    HostEntry,
+    VerifyDocument,
+)
+from envtool.report import history_text  # noqa: E402
 
 DAY = 86400.0
 START = 1767225600.0  # 2026-01-01 UTC
@@ -67,19 +81,20 @@ def nights(hosts: int, count: int, seed: int = 7) -> list[VerifyDocument]:
 
 
 QUERIES = """\
-SELECT h.host, h.run, r.at FROM host_run h JOIN run r ON r.id = h.run WHERE r.at >= 0 ORDER BY r.at, r.id;
-SELECT f.run, f.host, f.kind, f.subject, f.severity FROM finding f JOIN run r ON r.id = f.run WHERE r.at >= 0;
+SELECT h.host, h.run, r.at, h.checks FROM host_run h JOIN run r ON r.id = h.run WHERE r.at >= 0 ORDER BY h.host, r.at, r.id;
+SELECT f.host, r.at, f.run, f.kind, f.subject, f.severity FROM finding f JOIN run r ON r.id = f.run WHERE r.at >= 0 ORDER BY f.host, r.at, r.id;
+SELECT h.host, max(h.run) FROM host_run h WHERE h.ok = 1 AND NOT EXISTS (SELECT 1 FROM finding f WHERE f.run = h.run AND f.host = h.host AND f.severity = 'error') GROUP BY h.host;
 """  # noqa: E501
 
 
 def _envtool_history(path: Path) -> tuple[float, int]:
     start = time.perf_counter()
     with store.opened(path, create=False) as db:
-        present, seen = queries.observations(db)
-        rows = queries.runs(db)
-    lives = timeline.lives(present, seen)
+        lives = list(timeline.lives(*queries.observations(db)))
+        queries.last_good(db)
+        span = queries.span(db)
     with contextlib.redirect_stdout(io.StringIO()):
-        history_text.timeline(lives, rows, "text")
+        history_text.timeline(lives, span, "text")
     return time.perf_counter() - start, len(lives)
 
 
@@ -93,11 +108,39 @@ def _sqlite3(path: Path) -> float:
     return time.perf_counter() - start
 
 
+def _process(path: Path) -> tuple[float, float]:
+    """``envtool history`` as a user runs it: its wall time and its own peak RSS (MiB)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "envtool", "history", "--history", str(path)],
+                            stdout=subprocess.DEVNULL)  # fmt: skip
+    _, status, usage = os.wait4(proc.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return time.perf_counter() - start, usage.ru_maxrss / 1024
+
+
+def runs_growth(tmp: Path) -> None:
+    """How ``envtool history`` grows with the runs of one host, to a million."""
+    print("| one host's runs | envtool history (process) | its peak RSS | sqlite3, same queries "
+          "| ratio |")  # fmt: skip
+    print("|---|---|---|---|---|")
+    for runs in (10_000, 100_000, 1_000_000):
+        path = tmp / f"runs{runs}.sqlite"
+        history_runs.one_host(path, runs)
+        (ours, rss), peer = min(_process(path) for _ in range(3)), min(
+            _sqlite3(path) for _ in range(3))  # fmt: skip
+        print(f"| {runs:,} | {ours:.2f} s | {rss:.0f} MiB | {peer:.2f} s | {ours / peer:.1f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--nights", type=int, default=365)
+    parser.add_argument("--runs-only", action="store_true", help="only the one-host growth")
     args = parser.parse_args()
+    if args.runs_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            runs_growth(Path(tmp))
+        return
     docs = nights(args.hosts, args.nights)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "history.sqlite"
@@ -130,6 +173,7 @@ def main() -> None:
             f"metrics file for {args.hosts} hosts: {len(text.encode()):,} bytes, "
             f"{sum(1 for ln in text.splitlines() if not ln.startswith('#')):,} series"
         )
+        runs_growth(Path(tmp))
 
 
 if __name__ == "__main__":

@@ -46,10 +46,11 @@ def run(args: HistoryArgs) -> int:
     """The timeline; 0 (a history is read, not judged)."""
     with store.opened(args.path, create=False) as db:
         start = since(args.since, time.time())
-        present, seen = queries.observations(db, start, args.host, args.kind)
-        rows = queries.runs(db, start)
+        lives = list(timeline.lives(*queries.observations(db, start, args.host, args.kind)))
         good = queries.last_good(db, args.host)
-    history_text.timeline(timeline.lives(present, seen), rows, args.fmt, good, args.host)
+        good_at = queries.at_of(db, good.get(args.host, 0))
+        history_text.timeline(lives, queries.span(db, start), args.fmt, queries.runs(db, start),
+                              (good, args.host, good_at))  # fmt: skip
     return EXIT_OK
 
 

@@ -258,13 +258,7 @@ def history_of(args: VerifyArgs) -> History:
         found = queries.baselines(db, measured(args)) if args.allreduce != "off" else None
         past = queries.gpu_past(db)
         pair_found = queries.pair_baselines(db, measured(args)) if paired else None
-
-    def fleet(rows: queries.Figures | None) -> fleet_baseline.Fleet | None:
-        if rows is None:
-            return None
-        return {k: fleet_baseline.FleetBaseline(f, r) for k, (f, r) in rows.items()}
-
-    return fleet(found), past, fleet(pair_found)
+    return found, past, pair_found
 
 
 def decide(args: VerifyArgs) -> verdict.Verdict:

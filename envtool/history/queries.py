@@ -5,14 +5,13 @@ run, and what the baselines are taken from (judge/baseline.py judges by them).""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from envtool.errors import InputError
 from envtool.history.store import sizes_read
-from envtool.judge.baseline import model_key
-
-Figures = dict[str, tuple[tuple[float, ...], tuple[int, ...]]]  # model → figures, their runs
+from envtool.judge.baseline import SIZE_FLOOR, Fleet, FleetBaseline, model_key
 
 
 @dataclass(frozen=True)
@@ -29,31 +28,64 @@ class RunRow:
     ok: bool
 
 
-def runs(db: sqlite3.Connection, since: float = 0.0) -> list[RunRow]:
-    """Every run at or after ``since``, oldest first."""
-    rows = db.execute("SELECT id, at, command, coalesce(lock_sha256, ''), envtool, user, "
-                      "seconds, ok FROM run WHERE at >= ? ORDER BY at, id", (since,))  # fmt: skip
-    return [RunRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows]
+Presence = tuple[str, int, float, str]  # host, run, at, checks (history/scope.py)
+Seen = tuple[str, float, int, str, str, str]  # host, at, run, kind, subject, severity
 
 
-Presence = list[tuple[str, int, float, str]]  # host, run, at, checks (history/scope.py)
-Seen = list[tuple[int, str, str, str, str]]  # run, host, kind, subject, severity
+@dataclass(frozen=True)
+class Span:
+    """How many runs a query covers, and its first and last (None: no run)."""
+
+    count: int
+    first: RunRow | None
+    last: RunRow | None
+
+
+_RUN = "SELECT id, at, command, coalesce(lock_sha256, ''), envtool, user, seconds, ok FROM run"
+
+
+def _row(r: tuple[Any, ...]) -> RunRow:
+    return RunRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]))
+
+
+def runs(db: sqlite3.Connection, since: float = 0.0) -> Iterator[RunRow]:
+    """Every run at or after ``since``, oldest first, as the store gives them (a cursor:
+    a history of a million runs is never held at once)."""
+    return (_row(r) for r in db.execute(f"{_RUN} WHERE at >= ? ORDER BY at, id", (since,)))
+
+
+def span(db: sqlite3.Connection, since: float = 0.0) -> Span:
+    """The runs at or after ``since``: how many, the first, the last."""
+    (count,) = db.execute("SELECT count(*) FROM run WHERE at >= ?", (since,)).fetchone()
+    ends = [db.execute(f"{_RUN} WHERE at >= ? ORDER BY at {way}, id {way} LIMIT 1",
+                       (since,)).fetchone() for way in ("ASC", "DESC")]  # fmt: skip
+    first, last = (_row(r) if r else None for r in ends)
+    return Span(int(count), first, last)
+
+
+def at_of(db: sqlite3.Connection, run: int) -> float | None:
+    """When run ``run`` was (None: no such run)."""
+    found = db.execute("SELECT at FROM run WHERE id = ?", (run,)).fetchone()
+    return float(found[0]) if found else None
 
 
 def observations(
     db: sqlite3.Connection, since: float = 0.0, host: str = "", kind: str = ""
-) -> tuple[Presence, Seen]:
-    """What ``timeline`` reads: each host's runs, and each finding each host had in them."""
+) -> tuple[Iterator[Presence], Iterator[Seen]]:
+    """What ``timeline`` reads, two cursors both ordered by host, then run time and id: each
+    host's runs, and each finding each host had in them (read while the store is open)."""
     where, args = "r.at >= ?", list[object]([since])
     if host:
         where, args = where + " AND h.host = ?", [*args, host]
-    present = db.execute(f"SELECT h.host, h.run, r.at, h.checks FROM host_run h JOIN run r ON "
-                         f"r.id = h.run "
-                         f"WHERE {where} ORDER BY r.at, r.id", args).fetchall()  # fmt: skip
+    present = db.execute(
+        f"SELECT h.host, h.run, r.at, h.checks FROM host_run h JOIN run r ON "
+        f"r.id = h.run WHERE {where} ORDER BY h.host, r.at, r.id",
+        args,
+    )
     fwhere = where.replace("h.host", "f.host") + (" AND f.kind = ?" if kind else "")
-    seen = db.execute(f"SELECT f.run, f.host, f.kind, f.subject, f.severity FROM finding f "
-                      f"JOIN run r ON r.id = f.run WHERE {fwhere}",
-                      [*args, kind] if kind else args).fetchall()  # fmt: skip
+    seen = db.execute(f"SELECT f.host, r.at, f.run, f.kind, f.subject, f.severity FROM finding "
+                      f"f JOIN run r ON r.id = f.run WHERE {fwhere} ORDER BY f.host, r.at, r.id",
+                      [*args, kind] if kind else args)  # fmt: skip
     return present, seen
 
 
@@ -62,11 +94,11 @@ def latest(
 ) -> tuple[RunRow, list[tuple[str, bool, float | None, str]], list[tuple[str, str, str, str]]]:
     """A run (the latest when ``run`` is 0): its row, its hosts (name, answered, busbw, the
     checks made: history/scope.py), its findings."""
-    rows = runs(db)
-    chosen = [r for r in rows if r.id == run] if run else rows[-1:]
-    if not chosen:
+    found_row = (db.execute(f"{_RUN} WHERE id = ?", (run,)) if run else
+                 db.execute(f"{_RUN} ORDER BY at DESC, id DESC LIMIT 1")).fetchone()  # fmt: skip
+    if found_row is None:
         raise InputError(f"history: no run {run}" if run else "history: no run recorded yet")
-    row = chosen[0]
+    row = _row(found_row)
     hosts = [(h, bool(ok), busbw, made) for h, ok, busbw, made in db.execute(
         "SELECT host, ok, busbw, checks FROM host_run WHERE run = ? ORDER BY host",
         (row.id,))]  # fmt: skip
@@ -87,18 +119,27 @@ def digests(db: sqlite3.Connection, run: int) -> dict[str, str]:
     return dict(db.execute("SELECT host, digest FROM host_run WHERE run = ?", (run,)).fetchall())
 
 
-def baselines(db: sqlite3.Connection, allreduce: str, last: int = 10) -> Figures:
+def baselines(db: sqlite3.Connection, allreduce: str, last: int = 10) -> Fleet:
     """Per GPU model and count (``model_key``): the busbw figures of its hosts in the last
     ``last`` runs that measured as ``allreduce`` does, from hosts that answered with no error
-    finding in that run (a good run of that host), and those runs' ids."""
+    finding in that run (a good run of that host), those runs' ids, and the figures at each
+    size kept from ``SIZE_FLOOR`` up (judge/baseline.py)."""
     rows = db.execute(
-        "SELECT h.gpu_model, h.gpus, h.busbw, h.run FROM host_run h WHERE h.busbw IS NOT NULL "
-        "AND h.ok = 1 AND h.run IN (SELECT id FROM run WHERE allreduce = ? "
+        "SELECT h.gpu_model, h.gpus, h.busbw, h.run, h.sizes FROM host_run h WHERE h.busbw IS "
+        "NOT NULL AND h.ok = 1 AND h.run IN (SELECT id FROM run WHERE allreduce = ? "
         "ORDER BY at DESC, id DESC LIMIT ?) AND NOT EXISTS (SELECT 1 FROM finding f WHERE "
         "f.run = h.run AND f.host = h.host AND f.severity = 'error') ORDER BY h.run",
         (allreduce, last),
     ).fetchall()
-    return _by_model((model_key(model, count), busbw, run) for model, count, busbw, run in rows)
+    fleet = _by_model((model_key(model, count), busbw, run) for model, count, busbw, run, _ in rows)
+    sized: dict[str, dict[int, list[float]]] = {}
+    for model, count, _, _, kept in rows:
+        for size, figure in sizes_read(kept):
+            if size >= SIZE_FLOOR:
+                sized.setdefault(model_key(model, count), {}).setdefault(size, []).append(figure)
+    return {key: FleetBaseline(base.figures, base.runs, tuple(
+        (size, tuple(f)) for size, f in sorted(sized.get(key, {}).items())))
+        for key, base in fleet.items()}  # fmt: skip
 
 
 def last_good(db: sqlite3.Connection, host: str = "") -> dict[str, int]:
@@ -120,7 +161,7 @@ def gpu_past(db: sqlite3.Connection, last: int = 10) -> dict[tuple[str, str], tu
     return {(str(h), str(g)): (int(w or 0), int(m or 0), int(r)) for h, g, w, m, r in rows}
 
 
-def pair_baselines(db: sqlite3.Connection, allreduce: str, last: int = 10) -> Figures:
+def pair_baselines(db: sqlite3.Connection, allreduce: str, last: int = 10) -> Fleet:
     """As ``baselines``, for pairs of nodes of one model: the figures of the pairs whose two
     nodes had no error finding in the last ``last`` runs measured alike."""
     rows = db.execute(
@@ -131,7 +172,7 @@ def pair_baselines(db: sqlite3.Connection, allreduce: str, last: int = 10) -> Fi
     return _by_model(rows)
 
 
-def _by_model(rows: Iterable[tuple[str, float, int]]) -> Figures:
+def _by_model(rows: Iterable[tuple[str, float, int]]) -> dict[str, FleetBaseline]:
     """(model, busbw, run) rows as each model's figures and the runs they came from."""
     out: dict[str, tuple[list[float], list[int]]] = {}
     for model, busbw, run in rows:
@@ -139,4 +180,4 @@ def _by_model(rows: Iterable[tuple[str, float, int]]) -> Figures:
         figures.append(float(busbw))
         if run not in runs:
             runs.append(int(run))
-    return {k: (tuple(f), tuple(r)) for k, (f, r) in out.items()}
+    return {k: FleetBaseline(tuple(f), tuple(r)) for k, (f, r) in out.items()}

@@ -33,7 +33,8 @@ from envtool.judge.baseline import card_key, model_key
 from envtool.private import why_unsafe
 from envtool.protocol.verify_report import HostEntry, VerifyDocument
 
-SCHEMA_VERSION = 2  # 2: each host's checks in its run (history/scope.py), its busbw per size
+SCHEMA_VERSION = 3  # 2: each host's checks in its run (history/scope.py), its busbw per size;
+# 3: findings indexed by run and host (a host's good runs: linear in its runs, was quadratic)
 APPLICATION_ID = 0x656E7631  # "env1": this file is an envtool history store
 BUSY_MS = 30_000
 KEPT_SIZES = 8  # per host and run: the largest sizes run, the bandwidth-bound ones
@@ -58,6 +59,7 @@ CREATE TABLE pair_run (
   run INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE, a TEXT NOT NULL, b TEXT NOT NULL,
   model TEXT NOT NULL, busbw REAL NOT NULL);
 CREATE INDEX finding_key ON finding (host, kind, subject, run);
+CREATE INDEX finding_run ON finding (run, host);
 CREATE INDEX gpu_run_host ON gpu_run (host, gpu, run);
 CREATE INDEX host_run_host ON host_run (host, run);
 CREATE INDEX run_at ON run (at);
@@ -108,10 +110,13 @@ def _upgrade(db: sqlite3.Connection) -> None:
     schema 1's hosts have no checks, read as every check, as that envtool judged them)."""
     db.execute("BEGIN IMMEDIATE")
     try:
-        if db.execute("PRAGMA user_version").fetchone()[0] == 1:  # read again: another
-            # writer may have upgraded it while this one waited for the lock
+        # read again: another writer may have upgraded it while this one waited for the lock
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version == 1:
             db.execute("ALTER TABLE host_run ADD COLUMN checks TEXT NOT NULL DEFAULT ''")
             db.execute("ALTER TABLE host_run ADD COLUMN sizes TEXT NOT NULL DEFAULT ''")
+        if version <= 2:
+            db.execute("CREATE INDEX IF NOT EXISTS finding_run ON finding (run, host)")
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         db.execute("COMMIT")
     except BaseException:

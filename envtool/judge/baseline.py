@@ -9,6 +9,7 @@ judged and the run says so. A node that already has a ``busbw-low`` (``--min-bus
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,14 +20,17 @@ from envtool.judge.rules import severity
 from envtool.protocol.types import HostReport, PairRun
 
 MIN_FIGURES = 5
+SIZE_FLOOR = 1 << 20  # from here up each size is judged on its own: the bandwidth-bound sizes
+# (DDP's gradient buckets are 25 MiB); below it a figure is latency, too noisy to hold a node to
 
 
 @dataclass(frozen=True)
 class FleetBaseline:
     """One GPU model's figures in the history."""
 
-    figures: tuple[float, ...]  # GB/s, one per good host run
+    figures: tuple[float, ...]  # GB/s, one per good host run: its peak
     runs: tuple[int, ...]  # the runs they came from
+    sizes: tuple[tuple[int, tuple[float, ...]], ...] = ()  # from SIZE_FLOOR: each size's figures
 
 
 Fleet = Mapping[str, FleetBaseline]  # by model_key: "NVIDIA H100 80GB HBM3 x8"
@@ -70,10 +74,41 @@ def _runs(runs: tuple[int, ...]) -> str:
 Pinned = Sequence[tuple[str, float | None, float | None]]  # --policy: model, busbw, floor
 
 
-def _finding(host: str, floor: float, why: str, busbw: float) -> Finding:
+def _finding(host: str, floor: float, why: str, busbw: float, at: str = "") -> Finding:
     kind = Kind.ALLREDUCE_BELOW_BASELINE
-    return Finding(kind, severity(kind), "busbw", f">= {floor:.2f} GB/s ({why})",
-                   f"{busbw:.2f} GB/s", (host,))  # fmt: skip
+    return Finding(kind, severity(kind), "busbw", f">= {floor:.2f} GB/s{at} ({why})",
+                   f"{busbw:.2f} GB/s{at}", (host,))  # fmt: skip
+
+
+def _size(n: int) -> str:
+    for unit, factor in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor} {unit}"
+    return f"{n} bytes"
+
+
+def _worst_size(
+    report: HostReport, base: FleetBaseline
+) -> tuple[float, int, float, float, tuple[float, ...]] | None:
+    """The node's size furthest below its model's median at that size (ratio, bytes, its
+    figure, the median, the figures), among the sizes from ``SIZE_FLOOR`` it ran that the
+    history holds enough figures of; None where there is none (judged by the peak)."""
+    rows = report.allreduce.rows if report.allreduce is not None else ()
+    mine = {r.size: max(r.oop.busbw, r.ip.busbw) for r in rows if r.size >= SIZE_FLOOR}
+    worst = None
+    for size, figures in base.sizes:
+        median = statistics.median(figures) if len(figures) >= MIN_FIGURES else 0.0
+        if size in mine and median > 0 and math.isfinite(mine[size]):
+            ratio = mine[size] / median
+            if worst is None or ratio < worst[0]:
+                worst = (ratio, size, mine[size], median, figures)
+    return worst
+
+
+def _spread(key: str, median: float, tolerance: float, figures: tuple[float, ...],
+            runs: tuple[int, ...], at: str = "") -> str:  # fmt: skip
+    return (f"{key} fleet median {median:.2f} GB/s - {tolerance:.0%}{at}; {len(figures)} "
+            f"figures, {min(figures):.2f}-{max(figures):.2f}, {_runs(runs)}")  # fmt: skip
 
 
 def check(
@@ -85,7 +120,8 @@ def check(
 ) -> list[Finding]:
     """``allreduce-below-baseline`` for each node below its model's floor (``--policy``), or
     more than ``tolerance`` below its model's baseline: the policy's pinned figure, else the
-    fleet's median."""
+    fleet's median at each size from ``SIZE_FLOOR`` the history holds (one finding, at the
+    node's worst size), else the fleet's median peak."""
     low = {h for f in found if f.kind is Kind.BUSBW_LOW for h in f.hosts}
     policy = {model: (busbw, floor) for model, busbw, floor in pinned}
     out = []
@@ -97,16 +133,22 @@ def check(
             out.append(_finding(report.host, floor, f"the policy's floor for {key}", busbw))
             continue
         base = fleet.get(key)
+        worst = _worst_size(report, base) if pin is None and base is not None else None
+        if base is not None and worst is not None:
+            ratio, size, figure, median, figures = worst
+            if ratio < 1 - tolerance:
+                why = _spread(key, median, tolerance, figures, base.runs, " at that size")
+                out.append(_finding(report.host, median * (1 - tolerance), why, figure,
+                                    f" at {_size(size)}"))  # fmt: skip
+            continue
         if pin is not None:
-            median, why = pin, f"the policy's baseline for {key} {pin:.2f} GB/s"
+            median, why = pin, f"the policy's baseline for {key} {pin:.2f} GB/s - {tolerance:.0%}"
         elif base is not None and len(base.figures) >= MIN_FIGURES:
-            median, lo, hi = statistics.median(base.figures), min(base.figures), max(base.figures)
-            why = (f"{key} fleet median {median:.2f} GB/s; {len(base.figures)} figures, "
-                   f"{lo:.2f}-{hi:.2f}, {_runs(base.runs)}")  # fmt: skip
+            median = statistics.median(base.figures)
+            why = _spread(key, median, tolerance, base.figures, base.runs)
         else:
             continue
         if busbw < median * (1 - tolerance):
-            why = why.replace(" GB/s", f" GB/s - {tolerance:.0%}", 1)
             out.append(_finding(report.host, median * (1 - tolerance), why, busbw))
     return out
 

@@ -12,8 +12,10 @@ HISTORY_RULES: dict[Kind, Rule] = {
         None,
         "the node's all-reduce busbw (with `--allreduce pairs`: a pair's) is more than "
         "`--tolerance` below the median its GPU model (and count) reached in the fleet's last "
-        "good runs measured the same way (the history store: `--history`), or below the "
-        "`--policy` baseline or floor; the finding names the median, the spread and the runs",
+        "good runs measured the same way (the history store: `--history`), at each size from "
+        "1 MiB the history holds (one finding, at the node's worst size; else its peak), or "
+        "below the `--policy` baseline or floor; the finding names the size, the median, the "
+        "spread and the runs",
         "compare that node with its model's peers: its NVLink/PCIe links, NIC, clocks and "
         "NCCL_* variables",
         "compare the node with its model's peers: links (`nvidia-smi topo -m`), NIC, clocks, "

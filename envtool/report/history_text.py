@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from datetime import datetime, timezone
 
 from envtool.history import scope
-from envtool.history.queries import RunRow
+from envtool.history.queries import RunRow, Span
 from envtool.history.timeline import Life
 from envtool.protocol import schemas
 from envtool.report.text import visible
@@ -38,18 +38,41 @@ def _folded(lives: Sequence[Life]) -> list[tuple[str, Life]]:
     return sorted(out, key=lambda pair: (pair[1].first_seen, pair[0], pair[1].kind))
 
 
-def timeline(lives: Sequence[Life], runs: Sequence[RunRow], fmt: str,
-             last_good: dict[str, int] | None = None, host: str = "") -> None:  # fmt: skip
-    """Each finding's life: first seen, last seen, cleared at, how often it came back; with
-    ``host``, that host's last good run."""
-    good = last_good or {}
+def _json(lives: Sequence[Life], runs: Iterable[RunRow], good: dict[str, int]) -> None:
+    """The timeline as JSON, its runs written as the store's cursor gives them (a million
+    runs are never one object)."""
+    out = sys.stdout
+    out.write('{\n  "findings": ' + _nested(json.dumps([asdict(lf) for lf in lives],
+                                                        indent=2, sort_keys=True)))  # fmt: skip
+    out.write(',\n  "last_good": ' + _nested(json.dumps(good, indent=2, sort_keys=True)))
+    out.write(',\n  "runs": [')
+    for n, row in enumerate(runs):
+        out.write(("," if n else "") + "\n    " + json.dumps(asdict(row), sort_keys=True))
+    out.write(f'\n  ],\n  "schema": {json.dumps(schemas.HISTORY)}\n}}\n')
+
+
+def _nested(text: str) -> str:
+    return text.replace("\n", "\n  ")
+
+
+def timeline(
+    lives: Sequence[Life],
+    span: Span,
+    fmt: str,
+    runs: Iterable[RunRow] = (),
+    last_good: tuple[dict[str, int], str, float | None] = ({}, "", None),
+) -> None:
+    """Each finding's life: first seen, last seen, cleared at, how often it came back;
+    ``last_good``: each host's last good run, and with a host, that host's and its time.
+    JSON lists ``runs`` (a cursor); the text says ``span``."""
+    good, host, good_at = last_good
     if fmt == "json":
-        doc = {"schema": schemas.HISTORY, "runs": [asdict(r) for r in runs],
-               "findings": [asdict(life) for life in lives], "last_good": good}  # fmt: skip
-        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        _json(lives, runs, good)
         return
-    span = f" (ids {runs[0].id}–{runs[-1].id}, {_when(runs[0].at)} to {_when(runs[-1].at)})"
-    print(f"history: {len(runs)} runs{span if runs else ''}; {len(lives)} findings on hosts")
+    first, last, shown = span.first, span.last, ""
+    if first is not None and last is not None:
+        shown = f" (ids {first.id}–{last.id}, {_when(first.at)} to {_when(last.at)})"
+    print(f"history: {span.count} runs{shown}; {len(lives)} findings on hosts")
     rows = [("hosts", "finding", "first seen", "last seen", "cleared", "back")]
     for hosts, life in _folded(lives):
         what = f"{life.kind} {life.subject}".strip()
@@ -60,9 +83,8 @@ def timeline(lives: Sequence[Life], runs: Sequence[RunRow], fmt: str,
     for row in rows:
         print("  ".join(visible(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     if host:
-        at = {r.id: r.at for r in runs}
         run = good.get(host)
-        said = f"run {run} ({_when(at.get(run))})" if run is not None else "none recorded"
+        said = f"run {run} ({_when(good_at)})" if run is not None else "none recorded"
         print(visible(f"last good run of {host}: {said}"))
 
 

@@ -60,6 +60,11 @@ def test_the_node_slowed_by_tc_is_below_its_fleets_median_and_its_peers_are_not(
         for d in (first, second, third)
     ]  # type: ignore
     assert _below(third) == [["node3"]], figures
+    # held to its model's median at each size from 1 MiB (the sweep's 1 and 2 MiB): named once,
+    # at its worst size
+    (below,) = [f for f in third["findings"] if f["kind"] == "allreduce-below-baseline"]  # type: ignore
+    assert re.fullmatch(r"[0-9.]+ GB/s at [12] MiB", below["actual"]), below
+    assert "at that size; 6 figures" in below["expected"], below
     # each size's figure kept: in the report, the store, and `envtool metrics` from the store
     node3 = next(h for h in third["hosts"] if h["host"] == "node3")  # type: ignore
     assert [b for b, _ in node3["allreduce"]["sizes"]] == [256 << 10, 512 << 10, 1 << 20, 2 << 20]

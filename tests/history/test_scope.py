@@ -29,8 +29,7 @@ def _finding(kind: str, subject: str, *hosts: str) -> FindingEntry:
 
 def _lives(path: Path) -> dict[tuple[str, str], timeline.Life]:
     with store.opened(path) as db:
-        present, seen = queries.observations(db)
-    return {(life.host, life.kind): life for life in timeline.lives(present, seen)}
+        return {(life.host, life.kind): life for life in timeline.lives(*queries.observations(db))}
 
 
 def test_a_night_a_host_is_down_or_only_half_read_clears_nothing(tmp_path: Path) -> None:
@@ -93,7 +92,8 @@ def test_a_schema_1_store_is_upgraded_and_read_as_before(tmp_path: Path) -> None
     path = tmp_path / "h.sqlite"
     with sqlite3.connect(path) as db:  # schema 1, as envtool 0.x wrote it: no checks kept
         db.executescript(store._TABLES.replace(", checks TEXT NOT NULL DEFAULT '', sizes TEXT "
-                                               "NOT NULL DEFAULT ''", ""))  # fmt: skip
+                                               "NOT NULL DEFAULT ''", "").replace(
+            "CREATE INDEX finding_run ON finding (run, host);", ""))  # fmt: skip
         db.execute(f"PRAGMA application_id = {store.APPLICATION_ID}")
         db.execute("PRAGMA user_version = 1")
         for run, (host, found) in enumerate([("n2", True), ("n2", False)], start=1):
@@ -108,6 +108,8 @@ def test_a_schema_1_store_is_upgraded_and_read_as_before(tmp_path: Path) -> None
     assert _lives(path)["n2", "version-differs"].cleared_at == 2.0
     with store.opened(path) as db:
         assert db.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
+        indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert "finding_run" in indexes  # schema 3's, made by the upgrade
         store.record(db, VerifyDocument(None, 1.0, True, (_host("n2", ok=False),), ()), "v", 3.0)
         (kept,) = db.execute("SELECT checks FROM host_run WHERE run = 3").fetchone()
     assert kept == "reachable"

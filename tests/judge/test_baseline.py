@@ -44,6 +44,59 @@ def test_the_slow_node_of_its_model_and_not_its_peers_or_another_model() -> None
     assert "377.00-383.00" in found.expected  # the spread it was taken from
 
 
+def _sweep(host: str, figures: dict[int, float]) -> HostReport:
+    """A node's sweep: each size's busbw (GB/s), the largest its peak."""
+    rows = tuple(
+        NcclRow(
+            size,
+            size // 4,
+            "float",
+            "sum",
+            -1,
+            NcclResult(1.0, f * 0.57, f, 0),
+            NcclResult(1.0, f * 0.57, f, 0),
+        )
+        for size, f in sorted(figures.items())
+    )
+    facts = NodeFacts(host, "3.9.18", devices=tuple(Device(i, H100) for i in range(8)))
+    return HostReport(host, facts=facts, allreduce=AllReduceResult("nccl", 8, rows=rows))
+
+
+HEALTHY = {256 << 10: 20.0, 2 << 20: 110.0, 8 << 20: 250.0, 32 << 20: 370.0}  # an H100 x8
+
+
+def test_a_node_slow_at_ddps_bucket_sizes_but_not_at_its_peak_is_named_at_that_size(
+    tmp_path: Path,
+) -> None:
+    """Six healthy nights of gpu1-gpu3 recorded with their sweeps (the store keeps each size
+    from 1 MiB up per model); then gpu2 reaches its usual peak at 32 MiB but half its 8 MiB
+    figure (a protocol or algorithm choice gone wrong shows so): the peak alone passes it;
+    the sizes name it, once, at 8 MiB. A 256 KiB figure (latency, noise) is never held to."""
+    with store.opened(tmp_path / "h.sqlite") as db:
+        for night in range(6):
+            nodes = [_sweep(h, {s: f * (0.99 + night % 3 / 100) for s, f in HEALTHY.items()})
+                     for h in ("gpu1", "gpu2", "gpu3")]  # fmt: skip
+            store.record(db, document_of(nodes), "verify", float(night), "node -b 8 -e 32M")
+        fleet = queries.baselines(db, "node -b 8 -e 32M")
+    key = f"{H100} x8"
+    assert [size for size, _ in fleet[key].sizes] == [2 << 20, 8 << 20, 32 << 20]
+    assert all(len(f) == 18 for _, f in fleet[key].sizes)
+    slow = {**HEALTHY, 8 << 20: 125.0, 256 << 10: 2.0}
+    noisy = {**HEALTHY, 256 << 10: 2.0}  # only its latency-bound size is low
+    now = [_sweep("gpu1", HEALTHY), _sweep("gpu2", slow), _sweep("gpu3", noisy)]
+    assert (
+        baseline.check(
+            now, {key: baseline.FleetBaseline(fleet[key].figures, fleet[key].runs)}, 0.10, []
+        )
+        == []
+    )
+    [found] = baseline.check(now, fleet, 0.10, [])
+    assert (found.hosts, found.subject) == (("gpu2",), "busbw")
+    assert found.actual == "125.00 GB/s at 8 MiB"
+    assert found.expected.startswith(">= 225.00 GB/s at 8 MiB (") and "18 figures" in found.expected
+    assert "fleet median 250.00 GB/s - 10% at that size" in found.expected, found.expected
+
+
 def test_too_little_history_is_said_not_judged() -> None:
     thin = {f"{H100} x8": baseline.FleetBaseline((380.0, 381.0), (1,))}
     reports = [_report("gpu1", H100, 100.0), _report("gpu9", H100, 380.0, gpus=4)]
@@ -78,7 +131,7 @@ def test_the_store_keeps_good_runs_measured_alike(tmp_path: Path) -> None:
         other = VerifyDocument(None, 1.0, True, (_host("gpu1", 999.0),), ())
         store.record(db, other, "verify", 99.0, "node -b 8 -e 8M")  # measured otherwise
         found = queries.baselines(db, "node -b 8 -e 32M", last=10)
-    figures, runs = found[f"{H100} x8"]
+    figures, runs = found[f"{H100} x8"].figures, found[f"{H100} x8"].runs
     assert len(figures) == 10 and set(figures) == {380.0, 381.0, 382.0}  # gpu2: an error
     assert runs == tuple(range(3, 13))  # the last ten runs measured alike
 
@@ -154,11 +207,10 @@ def test_pairs_all_slow_alike_are_held_to_the_fleets_pairs(tmp_path: Path) -> No
                      PairEntry("gpu2", "gpu3", 3, 40.0, None, 1.0, "gpu2", None))  # fmt: skip
             doc = VerifyDocument(None, 1.0, True, hosts, (), pairs, 3)
             store.record(db, doc, "verify", float(night), "pairs -b 8")
-        found = queries.pair_baselines(db, "pairs -b 8")
-    figures, runs = found[f"{H100} x8"]
+        fleet = queries.pair_baselines(db, "pairs -b 8")
+    figures, runs = fleet[f"{H100} x8"].figures, fleet[f"{H100} x8"].runs
     assert sorted(set(figures)) == [39.0, 40.0] and len(figures) == 18 and runs[-1] == 6
 
-    fleet = {k: baseline.FleetBaseline(f, r) for k, (f, r) in found.items()}
     reports = [_report(h, H100, 0.0) for h in ("gpu1", "gpu2", "gpu3")]
 
     def run(a: str, b: str, busbw: float) -> PairRun:
