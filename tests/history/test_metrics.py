@@ -2,7 +2,8 @@
 with host names and subjects that carry quotes, backslashes, braces and line feeds; the
 bound on finding series per host; and one end to end: a real ``prometheus-node-exporter``
 serves the textfile folder on loopback, a real ``prometheus`` scrapes it, and a PromQL query
-returns the finding (tests/../shared/RECIPES.md's recipe)."""
+returns the finding (tests/../shared/RECIPES.md's recipe), and every query of docs/'s Grafana
+dashboard runs there."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import shutil
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -119,21 +122,44 @@ def test_a_real_prometheus_scrapes_the_finding_from_node_exporter(tmp_path: Path
                   f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                   f"--web.listen-address=127.0.0.1:{pp}"], tmp_path / "prom.log"),
     ):  # fmt: skip
-        query = f"http://127.0.0.1:{pp}/api/v1/query?query=envtool_finding"
+        api = f"http://127.0.0.1:{pp}/api/v1/query?query="
         found: list[dict[str, object]] = []
         end = time.monotonic() + 60
         while not found and time.monotonic() < end:
             time.sleep(1)
             try:
-                with urllib.request.urlopen(query, timeout=5) as answer:
+                with urllib.request.urlopen(api + "envtool_finding", timeout=5) as answer:
                     found = json.load(answer)["data"]["result"]
             except OSError:
                 continue
+        panels = {title: _ask(api + urllib.parse.quote(expr)) for title, expr in _dashboard()}
     assert found, (tmp_path / "prom.log").read_text()[-2000:]
+    assert all(status == "success" for status, _ in panels.values()), panels
+    assert panels["Findings now"][1] and panels["Hosts with an error finding"][1], panels
     labels = found[0]["metric"]
     assert isinstance(labels, dict)
     assert labels["host"] == HOSTILE and labels["kind"] == "version-differs"
     assert labels["subject"] == 'nccl "0"\n}'
+
+
+def _dashboard() -> list[tuple[str, str]]:
+    """docs/'s Grafana dashboard: each panel's title and query, its ``$host`` variable at
+    "All" (the dashboard's allValue)."""
+    path = Path(__file__).resolve().parents[2] / "docs" / "prometheus" / "dashboard.json"
+    doc = json.loads(path.read_text())
+    (host,) = [v for v in doc["templating"]["list"] if v["name"] == "host"]
+    return [(p["title"], t["expr"].replace("$host", host["allValue"])) for p in doc["panels"]
+            for t in p["targets"]]  # fmt: skip
+
+
+def _ask(url: str) -> tuple[str, list[object]]:
+    """Prometheus's status and result for one instant query (an error: its status)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            doc = json.load(answer)
+    except urllib.error.HTTPError as exc:
+        return f"{exc.code}: {exc.read()[:200]!r}", []
+    return str(doc["status"]), list(doc["data"]["result"])
 
 
 def test_a_terminal_sequence_in_a_label_never_reaches_the_terminal() -> None:
