@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import random
 import shutil
 import subprocess
@@ -111,11 +110,10 @@ def _sqlite3(path: Path) -> float:
 def _process(path: Path) -> tuple[float, float]:
     """``envtool history`` as a user runs it: its wall time and its own peak RSS (MiB)."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "envtool", "history", "--history", str(path)],
-                            stdout=subprocess.DEVNULL)  # fmt: skip
-    _, status, usage = os.wait4(proc.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return time.perf_counter() - start, usage.ru_maxrss / 1024
+    code, _, rss = history_runs.peak([sys.executable, "-m", "envtool", "history", "--history",
+                                      str(path)])  # fmt: skip
+    assert code == 0
+    return time.perf_counter() - start, rss
 
 
 def runs_growth(tmp: Path) -> None:

@@ -7,7 +7,8 @@ folder (cluster/remote_fix.py: beside the node's prefix with ``--push``, else in
   hashes, and conda's ``@EXPLICIT`` list of them (each URL with its MD5), for a node without
   envtool that fixes its prefix with micromamba, mamba or conda (envtool_node/fixgen.py);
 - ``envtool_node/``: the node package that runs it;
-- with ``--push``, ``pkgs/``: the lock's packages from the filled cache (lock/pkgcache.py).
+- with ``--push``, ``pkgs/``: the lock's packages from the filled cache (lock/pkgcache.py),
+  its pip files in ``pkgs/pip/`` (lock/wheelcache.py).
 
 No secret is written into it: a URL that takes a credential from an environment variable
 stays out of the explicit list (the lock is sent as it is, with its ``${VAR}`` templates),
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from envtool import __version__, environments
 from envtool.cluster.bundle import PACKAGE, package_dir
-from envtool.lock import lockfile, pkgcache, secrets, stamp
+from envtool.lock import lockfile, pkgcache, secrets, stamp, wheelcache
 from envtool.models import Package
 
 
@@ -70,4 +71,7 @@ def write(
             entries = [pkgcache.entry(p.name, p.version, p.build) for p in packages
                        if p.manager == "conda"]  # fmt: skip
             pkgcache.add_packages(tar, shared, entries)
+            pip = [p for p in packages if p.manager == "pip"]
+            for path, name in wheelcache.paths(pip, shared):  # checked by the node's install
+                tar.add(path, name)
     return out.stat().st_size

@@ -17,7 +17,17 @@ from urllib.parse import urlparse
 
 from envtool import private
 from envtool.errors import InputError, InstallError, ProblemFound
-from envtool.lock import filelock, lockfile, pin, pip_install, pkgcache, secrets, sources, stamp
+from envtool.lock import (
+    filelock,
+    lockfile,
+    pin,
+    pip_install,
+    pkgcache,
+    secrets,
+    sources,
+    stamp,
+    wheelcache,
+)
 from envtool.lock.lockfile import LockedPackage, Lockfile
 from envtool.lock.prefixes import INCOMPLETE_MARKER, source_env
 from envtool.lock.solve import default_cache_dir
@@ -244,6 +254,9 @@ def install(options: InstallOptions) -> InstallResult:
     used, bases = _resolved(options, packages)
     conda = [p for p in used if p.manager == "conda"]
     pip = [p for p in used if p.manager == "pip"]
+    for p in pip:  # each checked as the lock has it, then as the install takes it
+        pip_install.requirement(options.lock_path, p)
+    pip, pip_came = wheelcache.taken(pip, options.shared_cache)
     lines = [pip_install.requirement(options.lock_path, p) for p in pip]
     if not options.allow_stale:
         ensure_fresh(options.lock_path, data, options.platform)
@@ -267,6 +280,7 @@ def install(options: InstallOptions) -> InstallResult:
             raise  # an existing prefix keeps the marker: it is no longer what it was
         stamp.write(options.prefix, options.lock_path, options.platform)  # which lock made it
         marker.unlink(missing_ok=True)
+    came = replace(came, pip=(pip_came.shared, pip_came.fetched, pip_came.refused))
     return InstallResult(options.prefix, n_conda, n_pip, time.perf_counter() - start, came)
 
 
@@ -289,16 +303,19 @@ def _resolved(
     return used, bases
 
 
-def fill_cache(options: InstallOptions, shared: Path) -> int:
-    """``--cache DIR`` filled from the lock's URLs (the conda packages, hash-checked): what
-    the nodes then read. The number of packages it holds for the lock."""
+def fill_cache(options: InstallOptions, shared: Path) -> tuple[int, int]:
+    """``--cache DIR`` filled from the lock's URLs (the conda packages and the pip files,
+    hash-checked): what the nodes then read. How many conda packages and pip files of the
+    lock it holds."""
     data = lockfile.read(options.lock_path)
     packages = data.for_platform(options.platform)
-    conda = [p for p in _resolved(options, packages)[0] if p.manager == "conda"]
+    used = _resolved(options, packages)[0]
+    conda = [p for p in used if p.manager == "conda"]
     verify_local_archives(conda)
     from rattler.exceptions import InstallerError
 
     try:
-        return pkgcache.fill([_record(p) for p in conda], shared, options.platform)
+        held = pkgcache.fill([_record(p) for p in conda], shared, options.platform)
     except InstallerError as exc:
         raise InstallError(f"--cache {shared}: could not fill it: {_said(exc)}") from None
+    return held, wheelcache.fill([p for p in used if p.manager == "pip"], shared)

@@ -33,9 +33,11 @@ class Sources:
     from_own: int = 0  # already in the node's own cache
     fetched: int = 0  # downloaded from the lock's URLs (into the node's own cache)
     refused: int = 0  # of those, the shared cache's copy failed its check (a file changed)
+    pip: tuple[int, int, int] = (0, 0, 0)  # pip files: from the cache, fetched, refused of them
 
     def said(self) -> str:
-        """One line: ``68 conda packages: 66 from the cache /shared/pkgs, 2 downloaded ...``."""
+        """One line: ``68 conda packages: 66 from the cache /shared/pkgs, 2 downloaded ...``,
+        and with a cache, its pip files: ``; 2 pip files: 2 from the cache``."""
         parts = [
             f"{n} {what}"
             for n, what in (
@@ -48,7 +50,15 @@ class Sources:
         if self.refused:
             parts.append(f"{self.refused} of them because the cache's copy failed its check")
         total = self.from_shared + self.from_own + self.fetched
-        return f"{total} conda packages: {', '.join(parts) or 'none'}"
+        conda = f"{total} conda packages: {', '.join(parts) or 'none'}"
+        shared, fetched, refused = self.pip
+        if not self.shared or not shared + fetched:
+            return conda
+        pip = [f"{n} {what}" for n, what in ((shared, "from the cache"),
+               (fetched, "downloaded from the lock's URLs")) if n]  # fmt: skip
+        if refused:
+            pip.append(f"{refused} of them because the cache's copy is not the lock's")
+        return f"{conda}; {shared + fetched} pip files: {', '.join(pip)}"
 
 
 def checked_dir(path: Path, *, create: bool) -> Path:

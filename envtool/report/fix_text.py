@@ -111,14 +111,14 @@ def show_local(rec: FixRecord, this: str) -> None:
     click.echo("\n".join(lines) + "\n")
 
 
-def show_filled(shared: Path, count: int, fmt: str) -> None:
-    """The shared cache filled before the nodes read it (text only: JSON and JUnit carry
-    each node's own source)."""
+def show_filled(shared: Path, count: tuple[int, int], fmt: str) -> None:
+    """The shared cache filled before the nodes read it (conda packages, pip files; text
+    only: JSON and JUnit carry each node's own source)."""
+    conda, pip = count
+    held = plural(conda, "conda package") + (f" and {plural(pip, 'pip file')}" if pip else "")
     if fmt == "text":
-        click.echo(
-            f"cache {visible(str(shared))}: {plural(count, 'conda package')} of the lock, "
-            "filled from its URLs (hash-checked)"
-        )
+        click.echo(f"cache {visible(str(shared))}: {held} of the lock, filled from its URLs "
+                   "(hash-checked)")  # fmt: skip
 
 
 def confirm(nodes: int, yes: bool, verb: str = "fix") -> bool:

@@ -6,8 +6,6 @@ present for 1,000 runs, then gone for 1,000, to the last (back 500 times)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,12 +16,7 @@ SLACK_MIB = 40  # what a million runs may add to the peak of a thousand (measure
 
 def _envtool(*args: str) -> tuple[int, str, float]:
     """Exit code, stdout, and the process's own peak RSS in MiB."""
-    proc = subprocess.Popen([sys.executable, "-m", "envtool", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    return os.waitstatus_to_exitcode(status), out, usage.ru_maxrss / 1024
+    return history_runs.peak([sys.executable, "-m", "envtool", *args])
 
 
 def test_a_million_runs_cost_the_timeline_no_more_memory_than_a_thousand(

@@ -10,7 +10,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import ENV_TEMPLATE, VIRTUAL_CUDA, Project, run_main
+from conftest import Project, run_main
+from fixtures import pip_lock
 from fixtures.channel import build_channel, realistic_packages
 from fixtures.wheels import make_wheel
 
@@ -25,22 +26,7 @@ def pip_channel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_channel(root / "channel", realistic_packages(python_exe=sys.executable))
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _project(tmp_path: Path, channel: Path, extra: tuple[LockedPackage, ...] = ()) -> Project:
-    """The conda part locked for real, then ``extra`` entries added to the lock."""
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "virtual-packages.yml").write_text(VIRTUAL_CUDA)
-    proj = Project(root, channel, tmp_path / "cache")
-    proj.write_env(ENV_TEMPLATE.format(channel=channel.as_uri()))
-    code, _, err = proj.run("lock")
-    assert code == 0, err
-    data = lockfile.read(proj.lock)
-    lockfile.write(lockfile.Lockfile(data.metadata, data.packages + extra), proj.lock)
-    return proj
+_sha256, _project = pip_lock.sha256, pip_lock.locked
 
 
 def _install(proj: Project, prefix: Path, *mirrors: Path) -> tuple[int, str, str]:
