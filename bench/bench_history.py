@@ -82,7 +82,7 @@ def nights(hosts: int, count: int, seed: int = 7) -> list[VerifyDocument]:
 QUERIES = """\
 SELECT h.host, h.run, r.at, h.checks FROM host_run h JOIN run r ON r.id = h.run WHERE r.at >= 0 ORDER BY h.host, r.at, r.id;
 SELECT f.host, r.at, f.run, f.kind, f.subject, f.severity FROM finding f JOIN run r ON r.id = f.run WHERE r.at >= 0 ORDER BY f.host, r.at, r.id;
-SELECT h.host, max(h.run) FROM host_run h WHERE h.ok = 1 AND NOT EXISTS (SELECT 1 FROM finding f WHERE f.run = h.run AND f.host = h.host AND f.severity = 'error') GROUP BY h.host;
+SELECT d.host, (SELECT h.run FROM host_run h WHERE h.host = d.host AND h.ok = 1 AND NOT EXISTS (SELECT 1 FROM finding f WHERE f.run = h.run AND f.host = h.host AND f.severity = 'error') ORDER BY h.run DESC LIMIT 1) FROM (SELECT DISTINCT host FROM host_run WHERE '' = '' OR host = '') d;
 """  # noqa: E501
 
 

@@ -144,11 +144,13 @@ def baselines(db: sqlite3.Connection, allreduce: str, last: int = 10) -> Fleet:
 
 def last_good(db: sqlite3.Connection, host: str = "") -> dict[str, int]:
     """Each host's last run in which it answered with no error finding (``host``: only it)."""
+    # each host's runs walked from its latest down its index, to the first good one
     rows = db.execute(
-        "SELECT h.host, max(h.run) FROM host_run h WHERE h.ok = 1 AND (? = '' OR h.host = ?) "
-        "AND NOT EXISTS (SELECT 1 FROM finding f WHERE f.run = h.run AND f.host = h.host AND "
-        "f.severity = 'error') GROUP BY h.host", (host, host)).fetchall()  # fmt: skip
-    return {str(h): int(r) for h, r in rows}
+        "SELECT d.host, (SELECT h.run FROM host_run h WHERE h.host = d.host AND h.ok = 1 AND "
+        "NOT EXISTS (SELECT 1 FROM finding f WHERE f.run = h.run AND f.host = h.host AND "
+        "f.severity = 'error') ORDER BY h.run DESC LIMIT 1) FROM (SELECT DISTINCT host FROM "
+        "host_run WHERE ? = '' OR host = ?) d", (host, host)).fetchall()  # fmt: skip
+    return {str(h): int(r) for h, r in rows if r is not None}
 
 
 def gpu_past(db: sqlite3.Connection, last: int = 10) -> dict[tuple[str, str], tuple[int, int, int]]:

@@ -126,5 +126,15 @@ def diff(a: Environment, b: Environment, where: str = "") -> list[Finding]:
 
 
 def against_lock(lock: Environment, envs: dict[str, Environment]) -> list[Finding]:
-    """Each host's packages against the lock (the reference), tagged with the host."""
-    return [replace(f, hosts=(host,)) for host, env in envs.items() for f in diff(lock, env)]
+    """Each host's packages against the lock (the reference), tagged with the host. Hosts
+    that sent the same records are compared once (the result rests on the records alone: a
+    fleet of identical nodes costs one comparison, bench/bench_judge.py); never on a stamp
+    or anything else a node says of itself."""
+    judged: dict[tuple[Package, ...], list[Finding]] = {}
+    out = []
+    for host, env in envs.items():
+        found = judged.get(env.packages)
+        if found is None:
+            found = judged[env.packages] = diff(lock, env)
+        out += [replace(f, hosts=(host,)) for f in found]
+    return out

@@ -27,7 +27,7 @@ from envtool.judge import (
 from envtool.judge.cluster_policy import NOT_ACCEPTABLE, ClusterPolicy
 from envtool.judge.findings import Check, Finding, Kind, Severity, explain, fold
 from envtool.judge.rules import check_of, severity
-from envtool.models import Environment
+from envtool.models import Environment, Package
 from envtool.protocol.types import Failure, HostReport, Outcome, PairsRun, Problem, ProblemKind
 
 ALLREDUCE_MODES = ("off", "node", "cluster", "pairs", "bisect")
@@ -222,10 +222,15 @@ def package_spread(
         return []
     locked = set(packages.by_key(lock.packages)) if lock is not None else set()
     labels: dict[str, dict[str, str]] = {}
+    read: dict[tuple[Package, ...], dict[str, str]] = {}  # the same records read once
     for host, env in envs.items():
-        for key, group in packages.by_key(env.packages).items():
-            if key not in locked:
-                labels.setdefault(key, {})[host] = packages.effective(group).label()
+        mine = read.get(env.packages)
+        if mine is None:
+            mine = read[env.packages] = {key: packages.effective(group).label() for key, group
+                                         in packages.by_key(env.packages).items()
+                                         if key not in locked}  # fmt: skip
+        for key, label in mine.items():
+            labels.setdefault(key, {})[host] = label
     out = []
     for key, per_host in sorted(labels.items()):
         values = {h: per_host.get(h, "absent") for h in envs}

@@ -173,3 +173,19 @@ def test_cuda_and_torch_metapackages_are_compared_as_themselves(name: str, a: st
     one, other = Package(name, a, "0", "nvidia"), Package(name, b, "0", "nvidia")
     (f,) = drift.diff(_env(one, source="A"), _env(other))
     assert (f.kind, f.subject, f.severity) == ("version-differs", name, "error")
+
+
+def test_hosts_with_the_same_records_are_judged_alike_and_each_on_its_own() -> None:
+    """against_lock compares each distinct set of records once: every host that sent it gets
+    its findings under its own name, and a host whose records differ by one artifact hash
+    (same name, version and build) is not taken for the others."""
+    old = Package("nccl", "2.16.5.1", "h0_0", CF)
+    forged = Package("nccl", "2.18.3.1", "h12f7317_0", CF, sha256="b" * 64)
+    ref = _env(TORCH, Package("nccl", "2.18.3.1", "h12f7317_0", CF, sha256="a" * 64), NUMPY,
+               source="A")  # fmt: skip
+    envs = {"n1": _env(TORCH, old, NUMPY), "n2": _env(*ref.packages), "n3": _env(TORCH, old, NUMPY),
+            "n4": _env(TORCH, forged, NUMPY)}  # fmt: skip
+    found = drift.against_lock(ref, envs)
+    assert [(f.kind, f.hosts) for f in found] == [
+        ("version-differs", ("n1",)), ("version-differs", ("n3",)),
+        ("artifact-differs", ("n4",))]  # fmt: skip
