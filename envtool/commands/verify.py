@@ -172,10 +172,11 @@ def plan(args: VerifyArgs) -> Plan:
     lock = _lock(args)
     baseline, per_node = baseline_busbw(args.baseline) if args.baseline else (None, ())
     cluster = policy_file.read(args.policy_path) if args.policy_path else ClusterPolicy()
+    past, unread = history_of(args)
     policy = verdict.Policy(
         gpu.GpuPolicy(args.min_gpus, gpu.locked_cuda(lock), args.min_busbw, baseline,
                       args.tolerance, per_node),
-        args.allreduce, cluster, container, *history_of(args),
+        args.allreduce, cluster, container, *past,
     )  # fmt: skip
     at = rdzv.endpoint(host_list, args.rdzv_endpoint, os.environ)  # checked from every node
     check = rdzv.args(host_list, at, args.fanout)
@@ -195,7 +196,8 @@ def plan(args: VerifyArgs) -> Plan:
         how = pairs.How(bare, tuple(mine), port, args.rdzv_endpoint.rpartition(":")[0],
                         console.step)  # fmt: skip
     rendezvous = rdzv.unchecked(host_list, at, args.fanout)
-    unchecked = (*verdict.unused(policy), *([rendezvous] if rendezvous else []))
+    unchecked = (*verdict.unused(policy), *([rendezvous] if rendezvous else []),
+                 *([unread] if unread else []))  # fmt: skip
     return Plan(host_list, lock, policy, fan, how, unchecked, user)
 
 
@@ -243,22 +245,27 @@ History = tuple[fleet_baseline.Fleet | None, fleet_baseline.Past | None,
                 fleet_baseline.Fleet | None]  # fmt: skip
 
 
-def history_of(args: VerifyArgs) -> History:
+def history_of(args: VerifyArgs) -> tuple[History, str]:
     """With a history store, read before any node is asked: each GPU model's all-reduce
     figures in its last good runs measured alike (with an all-reduce; none yet: an empty
     fleet, said), each card's widest link and memory total, and the pairs' figures (with
-    ``--allreduce pairs|bisect``)."""
+    ``--allreduce pairs|bisect``). A store that cannot be read (corrupt, foreign, newer) is
+    no baseline: what the run could not check, said; the run goes on (its recording then
+    says the same)."""
     path = args.recording.history
     if path is None:
-        return None, None, None
+        return (None, None, None), ""
     paired = args.allreduce in ("pairs", "bisect")
     if not path.exists():
-        return ({} if args.allreduce != "off" else None), {}, ({} if paired else None)
-    with store.opened(path, create=False) as db:
-        found = queries.baselines(db, measured(args)) if args.allreduce != "off" else None
-        past = queries.gpu_past(db)
-        pair_found = queries.pair_baselines(db, measured(args)) if paired else None
-    return found, past, pair_found
+        return (({} if args.allreduce != "off" else None), {}, ({} if paired else None)), ""
+    try:
+        with store.opened(path, create=False) as db:
+            found = queries.baselines(db, measured(args)) if args.allreduce != "off" else None
+            past = queries.gpu_past(db)
+            pair_found = queries.pair_baselines(db, measured(args)) if paired else None
+    except InputError as exc:
+        return (None, None, None), f"the fleet's history (its baselines, each card's past): {exc}"
+    return (found, past, pair_found), ""
 
 
 def decide(args: VerifyArgs) -> verdict.Verdict:

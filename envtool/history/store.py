@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
@@ -81,13 +82,16 @@ def _refuse_unsafe(path: Path) -> None:
             raise InputError(f"history store {path}: {place} {why}: not used (fix its mode)")
 
 
-def _check(db: sqlite3.Connection, path: Path) -> None:
+def _check(db: sqlite3.Connection, path: Path, read_only: bool = False) -> None:
     try:
         app = db.execute("PRAGMA application_id").fetchone()[0]
         version = db.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     except sqlite3.DatabaseError as exc:
-        raise InputError(f"history store {path}: not an SQLite database ({exc})") from None
+        what = "not an SQLite database" if "not a database" in str(exc) else "cannot read it"
+        raise InputError(f"history store {path}: {what} ({exc})") from None
+    if not tables and app == 0 and read_only:
+        raise InputError(f"history store {path}: empty, on a folder that cannot be written")
     if not tables and app == 0:
         with db:
             db.executescript(_TABLES)
@@ -100,6 +104,11 @@ def _check(db: sqlite3.Connection, path: Path) -> None:
         raise InputError(
             f"history store {path}: written by a newer envtool (schema {version}; this one "
             f"reads {SCHEMA_VERSION}): upgrade envtool, or use another --history"
+        )
+    if version < SCHEMA_VERSION and read_only:
+        raise InputError(
+            f"history store {path}: schema {version}, on a folder that cannot be written: "
+            f"this envtool reads {SCHEMA_VERSION} (open it once where it can be written)"
         )
     if version < SCHEMA_VERSION:
         _upgrade(db)
@@ -124,24 +133,40 @@ def _upgrade(db: sqlite3.Connection) -> None:
         raise
 
 
+def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
+    """A connection; ``read_only``: the file opened as it is (``immutable``: a WAL store on a
+    medium nothing can write makes no ``-shm`` beside it, which a plain open needs)."""
+    try:
+        if read_only:
+            uri = f"file:{urllib.parse.quote(str(path.absolute()))}?mode=ro&immutable=1"
+            return sqlite3.connect(uri, uri=True, isolation_level=None)
+        return sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise InputError(f"history store {path}: cannot open it ({exc})") from None
+
+
 @contextlib.contextmanager
 def opened(path: Path, create: bool = True) -> Iterator[sqlite3.Connection]:
-    """The store, checked (made when ``create`` and absent); closed after."""
+    """The store, checked (made when ``create`` and absent); closed after. Only read
+    (``create`` False) from a folder that cannot be written (a read-only mount, a snapshot),
+    it is read as it is, upgraded never."""
     if not create and not path.exists():
         raise InputError(f"history store {path}: does not exist (record a run first)")
     if create:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     _refuse_unsafe(path)
-    try:
-        db = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise InputError(f"history store {path}: cannot open it ({exc})") from None
+    read_only = not os.access(path.parent, os.W_OK)  # a read-only mount, a snapshot
+    if create and read_only:
+        raise InputError(f"history store {path}: its folder cannot be written (a read-only "
+                         "file system?): nothing recorded")  # fmt: skip
+    db = _connect(path, read_only)
     try:
         db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
-        _check(db, path)
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA foreign_keys = ON")
-        os.chmod(path, 0o600)
+        _check(db, path, read_only)
+        if not read_only:
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            os.chmod(path, 0o600)
         yield db
     except sqlite3.DatabaseError as exc:
         raise InputError(f"history store {path}: {exc}") from None
