@@ -50,14 +50,19 @@ def _install(proj: Project, prefix: Path, shared: Path, *mirror: str) -> tuple[i
                     str(proj.cache), *mirrors)  # fmt: skip
 
 
-def test_pip_files_come_from_the_cache_when_their_folder_is_gone(
-    pip_channel: Path, tmp_path: Path
-) -> None:
-    wheels = tmp_path / "wheels"
-    proj = pip_lock.locked(tmp_path, pip_channel, _wheels(wheels))
+def _filled(channel: Path, tmp_path: Path) -> tuple[Project, Path, Path]:
+    """A project locking two wheels of ``tmp_path/wheels``, and its filled cache."""
+    proj = pip_lock.locked(tmp_path, channel, _wheels(tmp_path / "wheels"))
     shared = tmp_path / "shared"
     shared.mkdir()
     assert _fill(proj, shared) == (9, 2)
+    return proj, tmp_path / "wheels", shared
+
+
+def test_pip_files_come_from_the_cache_when_their_folder_is_gone(
+    pip_channel: Path, tmp_path: Path
+) -> None:
+    proj, wheels, shared = _filled(pip_channel, tmp_path)
     assert sorted(p.name for p in (shared / "pip").iterdir()) == [
         "tiny_dep-0.3-py3-none-any.whl", "tiny_dist-1.0-py3-none-any.whl"]  # fmt: skip
     assert _fill(proj, shared) == (9, 2)  # filled again: the files kept, nothing left beside
@@ -72,11 +77,7 @@ def test_pip_files_come_from_the_cache_when_their_folder_is_gone(
 def test_a_pip_file_changed_in_the_cache_is_not_installed(
     pip_channel: Path, tmp_path: Path
 ) -> None:
-    wheels = tmp_path / "wheels"
-    proj = pip_lock.locked(tmp_path, pip_channel, _wheels(wheels))
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    _fill(proj, shared)
+    proj, wheels, shared = _filled(pip_channel, tmp_path)
     forged = make_wheel(tmp_path / "forged", "tiny-dep", "0.3")  # same name, other bytes
     forged.write_bytes(forged.read_bytes() + b"\0")
     (shared / "pip" / forged.name).write_bytes(forged.read_bytes())
@@ -131,11 +132,7 @@ def test_push_sends_the_pip_files_and_the_node_installs_from_them(
 
     from envtool.cluster import fix_payload
 
-    wheels = tmp_path / "wheels"
-    proj = pip_lock.locked(tmp_path, pip_channel, _wheels(wheels))
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    _fill(proj, shared)
+    proj, wheels, shared = _filled(pip_channel, tmp_path)
     out = tmp_path / "payload.tar"
     size = fix_payload.write(proj.lock, "linux-64", out, shared=shared)
     assert size == out.stat().st_size
