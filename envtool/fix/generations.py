@@ -16,13 +16,13 @@ from envtool_node.generations import (
     PREVIOUS,
     Generation,
     generations,
-    holders,
     next_path,
     path_of,
     previous,
     stale,
     unfinished,
 )
+from envtool_node.holders import holders
 
 __all__ = [
     "PENDING", "PREVIOUS", "Generation", "check_writable", "current", "generations", "holders",

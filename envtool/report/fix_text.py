@@ -170,9 +170,9 @@ def show_result(
             lines += fold(f"kept, in use: {kept}", width, "    ", "      ")
         if rec.unread and (rec.removed or rec.kept_in_use):
             lines += fold(f"not checked: {rec.unread} processes this user cannot read (another "
-                          "user's, or the system's); a generation only they held may have "
-                          "been removed (run the fix as root to check them)", width, "    ",
-                          "      ")  # fmt: skip
+                          "user's, or the system's); a generation one of them could reach by "
+                          "its folders' modes is kept with its pid, never removed (run the fix "
+                          "as root to check them)", width, "    ", "      ")  # fmt: skip
     untouched = [h for h in plans if h not in done]
     if untouched:
         lines += fold(f"left alone: {', '.join(visible(h) for h in untouched)}", width)

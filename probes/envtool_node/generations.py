@@ -12,7 +12,8 @@ they were installed at), and ``P`` a symbolic link to the one in use, switched i
   ``P`` is renamed away and the link made, and between the two ``P`` is missing.
 
 Which generations a running process holds is read from ``/proc/*/maps`` (and its exe and
-cwd): one in use is never removed. ``proc`` is a parameter, as every reader's source is.
+cwd), and who else may hold one from the processes this user cannot read (holders.py):
+one in use is never removed. ``proc`` is a parameter, as every reader's source is.
 
 The standard library alone (Python 3.9): envtool's own fix (envtool/fix/) and a node that
 fixes its prefix with micromamba, mamba or conda (fixgen.py) switch generations by the same
@@ -28,10 +29,10 @@ import re
 import shutil
 import stat
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .holders import holders
 from .schema import INCOMPLETE_MARKER
 from .stamp import STAMP
 
@@ -209,41 +210,6 @@ def restore_original(prefix: Path) -> None:
     _sync_dir(prefix.parent)
 
 
-def _pids(proc: Path) -> Iterator[Path]:
-    try:
-        entries = list(proc.iterdir())
-    except OSError:
-        return
-    for entry in entries:
-        if entry.name.isdigit():
-            yield entry
-
-
-def holders(folder: Path, proc: Path = Path("/proc"), skip: int = -1) -> tuple[list[int], int]:
-    """The processes that map a file under ``folder`` or run or stand in it, and how many
-    processes could not be read (another user's, without the right to); ``skip``: a pid not
-    counted (a fix run by the python of the generation it replaces)."""
-    inside = str(folder.resolve()) + "/"
-    held, unread = [], 0
-    for entry in _pids(proc):
-        if entry.name == str(skip):
-            continue
-        try:
-            links = [os.readlink(entry / "exe"), os.readlink(entry / "cwd")]
-            with open(entry / "maps", encoding="utf-8", errors="replace") as fh:
-                maps = [line.split(None, 5)[-1].strip() for line in fh if "/" in line]
-        except FileNotFoundError:
-            continue  # gone meanwhile
-        except PermissionError:
-            unread += 1
-            continue
-        except OSError:
-            continue
-        if any((p + "/").startswith(inside) for p in links + maps):
-            held.append(int(entry.name))
-    return sorted(held), unread
-
-
 def remove(path: Path, settle: float = 0.3, limit: float = 10.0) -> None:
     """Remove a generation (a half-made one too). An install that just failed may still have
     worker threads writing into it for a moment: removed until it stays gone ``settle``
@@ -266,9 +232,10 @@ def remove(path: Path, settle: float = 0.3, limit: float = 10.0) -> None:
 def prune(
     prefix: Path, keep: int, proc: Path = Path("/proc"), skip: int = -1
 ) -> tuple[list[str], list[tuple[str, tuple[int, ...]]], int]:
-    """Older generations beyond ``keep`` removed, but one a process holds: (removed, kept in
-    use with their pids, how many processes could not be read). The one ``P`` was before is
-    kept first: what a rollback goes back to."""
+    """Older generations beyond ``keep`` removed, but one a process holds, or one a process
+    this user cannot read could reach (``holders``): (removed, kept with those pids, how many
+    processes could not be read). The one ``P`` was before is kept first: what a rollback
+    goes back to."""
     now = current(prefix)
     before = previous(now, prefix)
     older = [g for g in reversed(generations(prefix)) if g not in (now, before)]
@@ -277,10 +244,10 @@ def prune(
     kept: list[tuple[str, tuple[int, ...]]] = []
     unread = 0
     for g in older[keep:]:
-        pids, unread_here = holders(g.path, proc, skip)
+        pids, unread_here, unsure = holders(g.path, proc, skip)
         unread = max(unread, unread_here)
-        if pids:
-            kept.append((g.path.name, tuple(pids)))
+        if pids or unsure:  # one this user cannot read, that can reach it: kept as held
+            kept.append((g.path.name, tuple(sorted(pids + unsure))))
             continue
         remove(g.path)
         removed.append(g.path.name)
