@@ -134,13 +134,20 @@ def _upgrade(db: sqlite3.Connection) -> None:
 
 
 def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
-    """A connection; ``read_only``: the file opened as it is (``immutable``: a WAL store on a
-    medium nothing can write makes no ``-shm`` beside it, which a plain open needs)."""
+    """A connection; ``read_only``: opened read-only (a writer elsewhere still seen through
+    its ``-shm``), else, where no ``-shm`` can be made beside it (a read-only medium, and no
+    writer there), as it is (``immutable``)."""
     try:
-        if read_only:
-            uri = f"file:{urllib.parse.quote(str(path.absolute()))}?mode=ro&immutable=1"
-            return sqlite3.connect(uri, uri=True, isolation_level=None)
-        return sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None)
+        if not read_only:
+            return sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None)
+        base = f"file:{urllib.parse.quote(str(path.absolute()))}?mode=ro"
+        db = sqlite3.connect(base, uri=True, timeout=BUSY_MS / 1000, isolation_level=None)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return db
+        except sqlite3.OperationalError:
+            db.close()
+        return sqlite3.connect(base + "&immutable=1", uri=True, isolation_level=None)
     except sqlite3.Error as exc:
         raise InputError(f"history store {path}: cannot open it ({exc})") from None
 

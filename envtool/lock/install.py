@@ -280,7 +280,7 @@ def install(options: InstallOptions) -> InstallResult:
             raise  # an existing prefix keeps the marker: it is no longer what it was
         stamp.write(options.prefix, options.lock_path, options.platform)  # which lock made it
         marker.unlink(missing_ok=True)
-    came = replace(came, pip=(pip_came.shared, pip_came.fetched, pip_came.refused))
+    came = replace(came, pip=pip_came)
     return InstallResult(options.prefix, n_conda, n_pip, time.perf_counter() - start, came)
 
 

@@ -17,11 +17,12 @@ import shutil
 import tarfile
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from envtool.errors import InputError
+from envtool.lock.wheelcache import Taken
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Sources:
     from_own: int = 0  # already in the node's own cache
     fetched: int = 0  # downloaded from the lock's URLs (into the node's own cache)
     refused: int = 0  # of those, the shared cache's copy failed its check (a file changed)
-    pip: tuple[int, int, int] = (0, 0, 0)  # pip files: from the cache, fetched, refused of them
+    pip: Taken = field(default_factory=Taken)  # where its pip files came from (wheelcache)
 
     def said(self) -> str:
         """One line: ``68 conda packages: 66 from the cache /shared/pkgs, 2 downloaded ...``,
@@ -51,14 +52,14 @@ class Sources:
             parts.append(f"{self.refused} of them because the cache's copy failed its check")
         total = self.from_shared + self.from_own + self.fetched
         conda = f"{total} conda packages: {', '.join(parts) or 'none'}"
-        shared, fetched, refused = self.pip
-        if not self.shared or not shared + fetched:
+        taken = self.pip
+        if not self.shared or not taken.shared + taken.fetched:
             return conda
-        pip = [f"{n} {what}" for n, what in ((shared, "from the cache"),
-               (fetched, "downloaded from the lock's URLs")) if n]  # fmt: skip
-        if refused:
-            pip.append(f"{refused} of them because the cache's copy is not the lock's")
-        return f"{conda}; {shared + fetched} pip files: {', '.join(pip)}"
+        pip = [f"{n} {what}" for n, what in ((taken.shared, "from the cache"),
+               (taken.fetched, "downloaded from the lock's URLs")) if n]  # fmt: skip
+        if taken.refused:
+            pip.append(f"{taken.refused} of them because the cache's copy is not the lock's")
+        return f"{conda}; {taken.shared + taken.fetched} pip files: {', '.join(pip)}"
 
 
 def checked_dir(path: Path, *, create: bool) -> Path:

@@ -30,6 +30,7 @@ SUBDIR = "pip"
 _FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*\.(?:whl|tar\.gz|zip)")
 _CHUNK = 1 << 20
 TIMEOUT = 60.0  # seconds without a byte from the server
+MAX_FILE = 16 << 30  # a pip file's bytes at most (torch's CUDA wheels are ~2.5 GiB)
 
 
 class Pinned(Protocol):
@@ -76,7 +77,12 @@ def _download(pkg: LockedPackage, target: Path) -> None:
         with os.fdopen(fd, "wb") as out, urllib.request.urlopen(
             _request(pkg.url), timeout=TIMEOUT
         ) as answer:  # fmt: skip
+            size = 0
             while chunk := answer.read(_CHUNK):
+                size += len(chunk)
+                if size > MAX_FILE:
+                    raise InstallError(f"--cache {target.parent.parent}: {target.name}: over "
+                                       f"{MAX_FILE >> 30} GiB: not the lock's file")  # fmt: skip
                 digest.update(chunk)
                 out.write(chunk)
         if digest.hexdigest() != pkg.sha256:
